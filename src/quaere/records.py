@@ -1,0 +1,198 @@
+"""Frozen, typed records that every part of quaere exchanges.
+
+One :class:`Evaluation` per run of the evaluator; build, audit, correctness and timing are kept apart so a
+slow-but-correct candidate and a fast-but-wrong one can never be confused. Failures are values of an
+``Enum``, never missing keys or ``None``.
+"""
+
+from __future__ import annotations
+
+import math
+from enum import Enum
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SCHEMA_VERSION = 1
+
+
+class Record(BaseModel):
+    """Base of all records: immutable, and strict about unknown fields."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+ParamValue = int | float | bool | str
+
+
+class Scenario(Record):
+    """One named point of a task's scenario axes."""
+
+    id: str = Field(description="Stable identifier, e.g. 'd128-causal-mha-b2-sq1000-sk1000'.")
+    params: dict[str, ParamValue] = Field(description="Axis values the task module understands.")
+
+
+class BuildStatus(str, Enum):
+    OK = "ok"
+    BUILD_FAILED = "build_failed"
+
+
+class BuildResult(Record):
+    """What the one build command did."""
+
+    status: BuildStatus
+    command: str = Field(description="The exact command line that ran.")
+    artifact: str = Field(description="Path of the built shared library ('' when the build failed).")
+    log_tail: str = Field(description="Last lines of the compiler's output.")
+    included_headers: tuple[str, ...] = Field(description="Headers the build read (from the -MD file).")
+    duration_s: float
+
+
+class AuditFinding(Record):
+    """One violation found by one audit rule."""
+
+    rule: str = Field(description="Name of the rule function that found it.")
+    rationale: str = Field(description="Why the rule exists, one line.")
+    evidence: str = Field(description="What was seen: a header path, a symbol, a NEEDED entry...")
+
+
+class Verdict(str, Enum):
+    """Outcome of one correctness scenario. Only PASSED passes."""
+
+    PASSED = "passed"
+    WRONG = "wrong"  # error against the fp32 reference above the allowed bound
+    NONFINITE = "nonfinite"  # NaN, or Inf where the reference is finite
+    UNWRITTEN = "unwritten"  # poison left in the output: some element was never written
+    INPUT_MODIFIED = "input_modified"  # the candidate wrote its inputs
+    GUARD_CORRUPTED = "guard_corrupted"  # the candidate wrote outside its output
+    UNSUPPORTED = "unsupported"  # the entry point returned a nonzero code
+    CRASHED = "crashed"  # the worker died (illegal address, abort, signal, exit)
+    TIMED_OUT = "timed_out"  # the worker did not answer within the scenario's time limit
+    OUT_OF_MEMORY = "out_of_memory"
+    BANNED_AT_RUNTIME = "banned_at_runtime"  # a banned library was loaded while the candidate ran
+    HARNESS_WEAK = "harness_weak"  # a null candidate would pass this scenario: the check proves nothing
+    HARNESS_ERROR = "harness_error"  # quaere itself failed; never counted as a pass
+    NOT_RUN = "not_run"  # no device: nothing was executed
+
+    @property
+    def passed(self) -> bool:
+        return self is Verdict.PASSED
+
+
+class OutputError(Record):
+    """Error of one output tensor against the fp32 reference, and the bound it had to meet."""
+
+    name: str
+    max_abs_err: float = Field(description="max |candidate - fp32 reference| over finite positions.")
+    low_precision_err: float = Field(description="max |low-precision reference - fp32 reference|.")
+    bound: float = Field(description="factor * low_precision_err + floor.")
+
+
+class ScenarioVerdict(Record):
+    """Correctness outcome of one scenario."""
+
+    scenario_id: str
+    verdict: Verdict
+    seed: int = Field(description="Seed of the random inputs of this evaluation.")
+    errors: tuple[OutputError, ...] = ()
+    detail: str = Field(default="", description="Human-readable reason when it did not pass.")
+    duration_s: float = 0.0
+
+
+class TimingStatus(str, Enum):
+    MEASURED = "measured"
+    UNAVAILABLE = "unavailable"  # e.g. FA3 not installed: a skip is data
+    FAILED = "failed"  # crashed, hung, wrong output while timed
+
+
+class Timing(Record):
+    """Raw samples and summary of one implementation on one benchmark scenario."""
+
+    impl: str = Field(description="'candidate', 'initial', or a comparison's name.")
+    status: TimingStatus
+    samples_ms: tuple[float, ...] = ()
+    median_ms: float = math.nan
+    spread_ms: float = Field(default=math.nan, description="Interquartile range of the samples.")
+    tflops: float = math.nan
+    detail: str = ""
+
+
+class BenchmarkResult(Record):
+    """All implementations timed on one benchmark scenario, interleaved in the same run."""
+
+    scenario_id: str
+    flops: float
+    bound_ms: float = Field(description="Roofline floor: max(flops / matrix rate, bytes / bandwidth).")
+    timings: tuple[Timing, ...]
+    suspect: bool = Field(default=False, description="The candidate ran faster than the roofline floor.")
+
+    def timing(self, impl: str) -> Timing | None:
+        return next((t for t in self.timings if t.impl == impl), None)
+
+    def ratio(self, baseline: str, impl: str = "candidate") -> float:
+        """Speedup of ``impl`` over ``baseline`` (baseline time / impl time); NaN when either is missing."""
+        a, b = self.timing(impl), self.timing(baseline)
+        if a is None or b is None or a.status is not TimingStatus.MEASURED or b.status is not TimingStatus.MEASURED:
+            return math.nan
+        return b.median_ms / a.median_ms
+
+
+class DeviceInfo(Record):
+    name: str = Field(description="GPU name, or 'cpu:<model>' for CPU tasks.")
+    driver: str = ""
+    sm_clock_mhz: float = math.nan
+    mem_clock_mhz: float = math.nan
+
+
+class Evaluation(Record):
+    """One run of the evaluator on one candidate. Appended to ``.quaere/ledger.jsonl``."""
+
+    schema_version: int = SCHEMA_VERSION
+    task: str
+    candidate_path: str
+    candidate_hash: str = Field(description="sha256 of the candidate source bytes.")
+    created_at: float = Field(description="Unix time the evaluation started.")
+    device: DeviceInfo
+    ran: bool = Field(description="False when no device was present: build and audit only.")
+    build: BuildResult
+    audit: tuple[AuditFinding, ...] = ()
+    correctness: tuple[ScenarioVerdict, ...] = ()
+    benchmarks: tuple[BenchmarkResult, ...] = ()
+    wall_s: float = 0.0
+    note: str = ""
+
+    @property
+    def built(self) -> bool:
+        return self.build.status is BuildStatus.OK
+
+    @property
+    def audit_clean(self) -> bool:
+        return self.built and not self.audit
+
+    @property
+    def correct(self) -> bool:
+        """Build and audit pass and every correctness scenario passed on a real run."""
+        return (
+            self.audit_clean
+            and self.ran
+            and bool(self.correctness)
+            and all(v.verdict.passed for v in self.correctness)
+        )
+
+    def failing(self) -> list[ScenarioVerdict]:
+        return [v for v in self.correctness if not v.verdict.passed]
+
+
+class Moment(str, Enum):
+    """The five key moments at which a question is asked."""
+
+    CAMPAIGN_START = "campaign_start"
+    PLATEAU = "plateau"
+    CLAIMED_LIMIT = "claimed_limit"
+    SUSPICIOUS_GAIN = "suspicious_gain"
+    EXPLAINED_FAILURE = "explained_failure"
+
+
+class QuestionKind(str, Enum):
+    LEVEL_SHIFT = "level-shift"
+    LIMIT_CHALLENGE = "limit-challenge"
+    INFORMATION = "information"

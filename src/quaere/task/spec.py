@@ -1,0 +1,151 @@
+"""``task.toml``: the schema of a task folder, validated on load.
+
+Every field has a docstring; a malformed file raises :class:`TaskError` naming the file, the field and
+what was expected, never a bare traceback.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+BUILD_PLACEHOLDERS = ("{source}", "{output}")
+
+
+class TaskError(ValueError):
+    """A task folder or file is malformed; the message names the file, the field and the expectation."""
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class CorrectnessRule(Strict):
+    factor: float = Field(default=2.0, gt=0)
+    """Allowed error is ``factor`` times the low-precision reference's error (FlashAttention uses 2)..."""
+    floor: float = Field(default=1e-5, ge=0)
+    """... plus this absolute floor, so an exact low-precision reference does not demand exactness."""
+    scenario_timeout_s: float = Field(default=60.0, gt=0)
+    """A scenario whose worker does not answer within this many seconds is ``timed_out``."""
+
+
+class TimingRule(Strict):
+    warmup_ms: float = Field(default=25.0, ge=0)
+    """Time spent in untimed calls of each implementation before the first timed one."""
+    budget_ms: float = Field(default=400.0, gt=0)
+    """Total timed milliseconds aimed for, per implementation and scenario."""
+    min_reps: int = Field(default=5, ge=1)
+    """Fewest timed repetitions, whatever the budget."""
+    max_reps: int = Field(default=100, ge=1)
+    """Most timed repetitions, whatever the budget."""
+    rounds: int = Field(default=3, ge=1)
+    """Repetitions are spread over this many interleaved rounds (implementation order shuffled per round)."""
+    flush_l2: bool = True
+    """Overwrite a buffer larger than the last-level cache before every repetition."""
+
+
+class Roofline(Strict):
+    matrix_tflops: float = Field(gt=0)
+    """Measured peak rate of the unit doing the work (TFLOP/s), e.g. 790 for bf16 GEMM on an H200."""
+    bandwidth_gbps: float = Field(gt=0)
+    """Measured memory bandwidth (GB/s), counting bytes read plus written."""
+
+
+class GoalTarget(Strict):
+    baseline: str
+    """'initial' (the task's initial kernel) or the name of a comparison."""
+    ratio: float = Field(gt=0)
+    """Required speedup of the candidate over the baseline on each matching scenario."""
+    scenarios: str = "*"
+    """Glob over benchmark scenario ids that this target applies to."""
+
+
+class Goal(Strict):
+    targets: tuple[GoalTarget, ...] = Field(min_length=1)
+    """Every benchmark scenario matched by a target must reach its ratio; all correctness must pass."""
+
+
+class ComparisonSpec(Strict):
+    name: str
+    """Key of the implementation in the module's ``comparisons()``."""
+    description: str = ""
+    """What it is, e.g. 'FlashAttention-3 (fa3-fwd wheel)'."""
+
+
+class TaskSpec(Strict):
+    name: str = Field(pattern=r"^[a-z0-9_\-]+$")
+    """Task identifier, lower case."""
+    description: str
+    """One paragraph on the problem."""
+    device: Literal["cpu", "cuda"]
+    """Where the candidate runs."""
+    target: str
+    """Target architecture, e.g. 'sm_90a' or 'x86-64'."""
+    initial_kernel: str
+    """File name of the initial kernel, relative to the task folder."""
+    module: str = "task.py"
+    """File name of the task's Python module (see quaere.task.contract)."""
+    entry_point: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    """C ABI symbol the harness calls."""
+    build: str
+    """One build command, a template over {source}, {output} and optionally {depfile}."""
+    banned: tuple[str, ...] = ()
+    """Library families the audit rejects: cutlass, cute, cublas, cublaslt, cudnn."""
+    correctness: CorrectnessRule = CorrectnessRule()
+    timing: TimingRule = TimingRule()
+    roofline: Roofline
+    comparisons: tuple[ComparisonSpec, ...] = ()
+    goal: Goal
+
+    @field_validator("build")
+    @classmethod
+    def _build_has_placeholders(cls, value: str) -> str:
+        missing = [p for p in BUILD_PLACEHOLDERS if p not in value]
+        if missing:
+            raise ValueError(f"must contain the placeholders {', '.join(missing)}")
+        return value
+
+    @field_validator("banned")
+    @classmethod
+    def _known_banned(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        known = {"cutlass", "cute", "cublas", "cublaslt", "cudnn"}
+        unknown = [v for v in value if v not in known]
+        if unknown:
+            raise ValueError(f"unknown library {unknown}; expected some of {sorted(known)}")
+        return value
+
+
+def _describe(error: dict) -> str:
+    field = ".".join(str(p) for p in error["loc"]) or "(top level)"
+    message = error["msg"]
+    if error["type"] == "missing":
+        message = "is required"
+    elif error["type"] == "extra_forbidden":
+        message = "is not a known field"
+    return f"field '{field}' {message}"
+
+
+def parse_task_toml(path: Path) -> TaskSpec:
+    """Read and validate ``path``; raise :class:`TaskError` naming file, field and expectation."""
+    try:
+        data = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise TaskError(f"{path}: no such file (a task folder needs a task.toml)") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise TaskError(f"{path}: not valid TOML: {exc}") from None
+    try:
+        spec = TaskSpec.model_validate(data)
+    except ValidationError as exc:
+        lines = [f"{path}: {_describe(e)}" for e in exc.errors()]
+        raise TaskError("\n".join(lines)) from None
+    names = {c.name for c in spec.comparisons}
+    for index, target in enumerate(spec.goal.targets):
+        if target.baseline != "initial" and target.baseline not in names:
+            raise TaskError(
+                f"{path}: field 'goal.targets.{index}.baseline' is '{target.baseline}'; expected 'initial' "
+                f"or one of the comparisons {sorted(names)}"
+            )
+    return spec

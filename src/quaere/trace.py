@@ -1,0 +1,198 @@
+"""Typed events of a campaign, appended to ``.quaere/trace.jsonl``.
+
+Every event carries ``type`` (the discriminator) and ``ts`` (Unix seconds). Moment detectors, the Stop
+hook, ``quaere ask`` and ``quaere report`` all read this one stream. Long tool outputs are cut and keep a
+hash of the full text; secrets are never written (``redact`` runs on every text field).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import time
+from pathlib import Path
+from typing import Annotated, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from quaere.jsonl import append_line, read_lines
+from quaere.records import Moment
+
+MAX_TEXT_CHARS = 4000
+
+
+class Event(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    ts: float = Field(default_factory=time.time, description="Unix time of the event, seconds.")
+    session: int = Field(default=0, description="Campaign session number (0 outside a campaign).")
+
+
+class SessionStart(Event):
+    type: Literal["session_start"] = "session_start"
+    agent: str = Field(description="Backend name: claude, openai, scripted, external.")
+
+
+class SessionEnd(Event):
+    type: Literal["session_end"] = "session_end"
+    reason: str = Field(description="Why it ended: completed, goal_met, budget, interrupted, error.")
+
+
+class AgentMessage(Event):
+    type: Literal["message"] = "message"
+    role: Literal["assistant", "user", "system"]
+    text: str
+
+
+class ToolCall(Event):
+    type: Literal["tool_call"] = "tool_call"
+    call_id: str
+    tool: str = Field(description="Tool name as the agent named it (Bash, Edit, bash ...).")
+    input: str = Field(description="The tool input, serialized and cut.")
+
+
+class ToolResult(Event):
+    type: Literal["tool_result"] = "tool_result"
+    call_id: str
+    output: str = Field(description="Output, cut to MAX_TEXT_CHARS.")
+    output_sha256: str = Field(description="sha256 of the full, uncut output.")
+    is_error: bool = False
+
+
+class EvaluationDone(Event):
+    """Summary of one evaluator run; the full record is in the ledger under ``candidate_hash``."""
+
+    type: Literal["evaluation"] = "evaluation"
+    candidate_hash: str
+    correct: bool = Field(description="Build, audit and every correctness scenario passed.")
+    failing: tuple[str, ...] = Field(default=(), description="Ids of scenarios that did not pass.")
+    ratios: dict[str, float] = Field(
+        default_factory=dict, description="Per benchmark scenario: candidate speedup over the goal baseline."
+    )
+    geomean_ratio: float | None = Field(default=None, description="Geomean of ratios; None when nothing was timed.")
+    above_roofline: tuple[str, ...] = Field(default=(), description="Scenarios timed faster than their floor.")
+    comparison_ratios: dict[str, float] = Field(
+        default_factory=dict, description="Per scenario: candidate speedup over the best comparison."
+    )
+
+
+class MomentDetected(Event):
+    type: Literal["moment"] = "moment"
+    moment: Moment
+    evidence: str
+
+
+class QuestionAsked(Event):
+    type: Literal["question"] = "question"
+    moment: Moment
+    source: Literal["bank", "human"]
+    entry_id: str | None = Field(default=None, description="Bank id; None for a person's own text.")
+    text: str
+
+
+class StopAttempt(Event):
+    type: Literal["stop_attempt"] = "stop_attempt"
+    last_message: str = ""
+
+
+class StopDecision(Event):
+    type: Literal["stop_decision"] = "stop_decision"
+    decision: Literal["block", "allow"]
+    reason: str
+    goal_status: str = Field(description="met, unmet, stale, no_evaluation, budget_spent, error.")
+
+
+class BudgetSpent(Event):
+    type: Literal["budget"] = "budget"
+    budget: str = Field(description="sessions, tool_calls, wall_s, blocks, cost_usd.")
+    limit: float
+    used: float
+
+
+class ErrorEvent(Event):
+    type: Literal["error"] = "error"
+    where: str
+    message: str
+
+
+TraceEvent = Annotated[
+    Union[
+        SessionStart,
+        SessionEnd,
+        AgentMessage,
+        ToolCall,
+        ToolResult,
+        EvaluationDone,
+        MomentDetected,
+        QuestionAsked,
+        StopAttempt,
+        StopDecision,
+        BudgetSpent,
+        ErrorEvent,
+    ],
+    Field(discriminator="type"),
+]
+_ADAPTER: TypeAdapter[TraceEvent] = TypeAdapter(TraceEvent)
+
+# Keys that look like credentials: API keys, bearer tokens, AWS keys. Replaced before anything is written.
+_SECRET_PATTERNS = (
+    re.compile(r"sk-[A-Za-z0-9_\-]{16,}"),
+    re.compile(r"(?i)bearer\s+[A-Za-z0-9_\-\.=]{16,}"),
+    re.compile(r"AKIA[0-9A-Z]{16}"),
+    re.compile(r"(?i)((?:api[_-]?key|token|secret|password)\s*[=:]\s*)['\"]?[^\s'\"]{8,}"),
+)
+
+
+def redact(text: str, secrets: tuple[str, ...] = ()) -> str:
+    """Remove credential-looking strings and every exact value in ``secrets``."""
+    for value in secrets:
+        if value and len(value) >= 6:
+            text = text.replace(value, "[REDACTED]")
+    for pattern in _SECRET_PATTERNS:
+        text = pattern.sub(lambda m: (m.group(1) if m.lastindex else "") + "[REDACTED]", text)
+    return text
+
+
+def cut(text: str, limit: int = MAX_TEXT_CHARS) -> tuple[str, str]:
+    """Return (text cut to ``limit`` characters with a marker, sha256 of the full text)."""
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    if len(text) <= limit:
+        return text, digest
+    head = limit * 3 // 4
+    tail = limit - head
+    return f"{text[:head]}\n[... {len(text) - limit} characters cut ...]\n{text[-tail:]}", digest
+
+
+class TraceWriter:
+    """Appends events to one trace file, redacting the given secret values from every string field."""
+
+    def __init__(self, path: Path, secrets: tuple[str, ...] = ()) -> None:
+        self.path = path
+        self.secrets = secrets
+
+    def write(self, event: Event) -> None:
+        data = event.model_dump(mode="json")
+        for key, value in data.items():
+            if isinstance(value, str) and key not in ("type",):
+                data[key] = redact(value, self.secrets)
+        append_line(self.path, data)
+
+
+class TraceRead(BaseModel):
+    """Events that parsed, in file order, and a note for each line that did not."""
+
+    model_config = ConfigDict(frozen=True)
+    events: tuple[TraceEvent, ...]
+    problems: tuple[str, ...]
+
+
+def read_trace(path: Path) -> TraceRead:
+    """Read a trace, tolerant of a torn last line and of lines of unknown shape (reported, not fatal)."""
+    raw = read_lines(path)
+    events: list[TraceEvent] = []
+    problems = [f"{path}:{n}: not JSON: {text[:80]!r}" for n, text in raw.bad_lines]
+    for index, obj in enumerate(raw.objects):
+        try:
+            events.append(_ADAPTER.validate_python(obj))
+        except ValidationError as exc:
+            problems.append(f"{path}: event {index + 1}: {exc.errors()[0]['msg']} ({obj.get('type', '?')})")
+    return TraceRead(events=tuple(events), problems=tuple(problems))
