@@ -16,7 +16,7 @@ from typing import Annotated, Literal, Union
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from quaere.jsonl import append_line, read_lines
-from quaere.records import Moment
+from quaere.records import Moment, QuestionKind
 
 MAX_TEXT_CHARS = 4000
 
@@ -87,6 +87,9 @@ class QuestionAsked(Event):
     source: Literal["bank", "human"]
     entry_id: str | None = Field(default=None, description="Bank id; None for a person's own text.")
     text: str
+    kind: QuestionKind | None = Field(
+        default=None, description="A person's own tag for their question; bank questions take their entry's kind."
+    )
 
 
 class StopAttempt(Event):
