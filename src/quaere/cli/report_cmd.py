@@ -1,9 +1,101 @@
-"""Commands of this family are registered here (placeholder until its issue lands)."""
+"""``quaere report``, ``quaere export`` and ``quaere verify``: parse, call quaere.report, print."""
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+from typing import Annotated, Optional
+
 import typer
+
+from quaere.report.campaign_report import DEFAULT_K
+
+
+def _fail(message: str, code: int = 2) -> typer.Exit:
+    typer.echo(f"error: {message}", err=True)
+    return typer.Exit(code)
+
+
+def report(
+    workspace: Annotated[Path, typer.Argument(help="Workspace folder (or any folder inside it).")] = Path("."),
+    html: Annotated[Optional[Path], typer.Option("--html", help="Also write a self-contained HTML page here.")] = None,
+    k: Annotated[int, typer.Option("--k", min=1, help="Evaluations after a question that count as its gain.")] = DEFAULT_K,
+) -> None:
+    """Figures of a campaign: best ratio over time, tool calls per question, churn, gains after questions."""
+    from rich.console import Console
+
+    from quaere.report.inputs import bank_catalog, load_report
+    from quaere.report.terminal import print_summary
+    from quaere.workspace import WorkspaceError, open_workspace
+
+    try:
+        ws = open_workspace(workspace)
+    except WorkspaceError as exc:
+        raise _fail(str(exc)) from None
+    catalog, notes = bank_catalog()
+    result = load_report(ws, catalog, k=k, problems=notes)
+    print_summary(result, Console())
+    if html is not None:
+        from quaere.report.html import render_html
+        from quaere.report.plots import progress_png
+
+        html.write_text(render_html(result, progress_png(result)))
+        typer.echo(f"wrote {html}")
+
+
+def export(
+    paths: Annotated[list[Path], typer.Argument(help="[WORKSPACE] OUT: the workspace (default: here) and a new folder.")],
+    k: Annotated[int, typer.Option("--k", min=1, help="As for quaere report.")] = DEFAULT_K,
+) -> None:
+    """Write the publication bundle: final kernel, ledger, questions, scrubbed trace, task, manifest."""
+    from quaere.report.export import ExportError, export_bundle
+    from quaere.report.inputs import bank_catalog
+    from quaere.report.secrets import secret_values
+    from quaere.workspace import WorkspaceError, open_workspace
+
+    if len(paths) not in (1, 2):
+        raise _fail("expected [WORKSPACE] OUT")
+    workspace, out = (Path("."), paths[0]) if len(paths) == 1 else (paths[0], paths[1])
+    try:
+        ws = open_workspace(workspace)
+        catalog, _ = bank_catalog()
+        manifest = export_bundle(ws, out, catalog, secret_values(os.environ), k=k)
+    except (WorkspaceError, ExportError) as exc:
+        raise _fail(str(exc)) from None
+    typer.echo(f"wrote {out}: {len(manifest['files'])} files, manifest {out / 'manifest.json'}")
+
+
+def verify(
+    bundle: Annotated[Path, typer.Argument(help="A folder written by quaere export.")],
+    rerun: Annotated[bool, typer.Option("--rerun/--no-rerun", help="Re-run the evaluator on the final kernel.")] = True,
+) -> None:
+    """Re-check every hash of the bundle's manifest; re-run the evaluator on the final kernel where it can run."""
+    from quaere.report.rerun import EvaluatorUnavailable, QuaereEvaluator
+    from quaere.report.verify import BundleError, RerunStatus, check_manifest, rerun_final_kernel
+
+    try:
+        findings = check_manifest(bundle)
+    except BundleError as exc:
+        raise _fail(str(exc)) from None
+    for finding in findings:
+        typer.echo(f"{finding.issue.value}: {finding.path}", err=True)
+    if findings:
+        raise typer.Exit(1)
+    typer.echo("manifest: every file matches its sha256")
+    if not rerun:
+        return
+    try:
+        outcome = rerun_final_kernel(bundle, QuaereEvaluator())
+    except EvaluatorUnavailable as exc:
+        typer.echo(f"re-run: unavailable ({exc})")
+        return
+    typer.echo(f"re-run: {outcome.status.value}: {outcome.detail}")
+    if outcome.status is RerunStatus.FAILED:
+        raise typer.Exit(1)
 
 
 def register(app: typer.Typer) -> None:
-    """Add this family's commands to ``app``."""
+    """Add report, export and verify to ``app``."""
+    app.command("report")(report)
+    app.command("export")(export)
+    app.command("verify")(verify)

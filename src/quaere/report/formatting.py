@@ -1,0 +1,27 @@
+"""Number formatting shared by the terminal summary and the HTML page (one place, one convention)."""
+
+from __future__ import annotations
+
+import math
+
+
+def ratio(value: float | None) -> str:
+    """A speedup such as '1.13x'; '-' when absent or not finite."""
+    return "-" if value is None or not math.isfinite(value) else f"{value:.3f}x"
+
+
+def gain(value: float | None) -> str:
+    return "-" if value is None or not math.isfinite(value) else f"{value:+.3f}"
+
+
+def number(value: float | None, digits: int = 1) -> str:
+    return "-" if value is None or not math.isfinite(value) else f"{value:.{digits}f}"
+
+
+def share(value: float | None) -> str:
+    """A fraction as a percentage, e.g. '30.0%'."""
+    return "-" if value is None or not math.isfinite(value) else f"{100 * value:.1f}%"
+
+
+def short_hash(digest: str) -> str:
+    return digest[:12]
