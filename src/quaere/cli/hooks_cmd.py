@@ -1,9 +1,152 @@
-"""Commands of this family are registered here (placeholder until its issue lands)."""
+"""``quaere goal``, ``quaere hook stop|post-tool|prompt`` and ``quaere hooks install``: parse and call.
+
+The hook commands speak the agents' hook protocol: JSON on stdin, JSON on stdout, exit 0 (OpenHands: 2 to
+block a stop). They never crash silently: any failure becomes a clear stderr note and a safe answer.
+This module is the one place of the hooks part that reads the environment (the project folder the agent
+names).
+"""
 
 from __future__ import annotations
 
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
 import typer
+
+from quaere.hook_install import Agent, InstallError, install_hooks, uninstall_hooks
+from quaere.hook_state import DEFAULT_MAX_BLOCKS, HookBudget, HookStateError
+from quaere.task.spec import TaskError
+from quaere.workspace import WorkspaceError, open_workspace
+
+_EVENTS = {"stop": "Stop", "post-tool": "PostToolUse", "prompt": "UserPromptSubmit"}
+_PROJECT_DIR_ENV = ("CLAUDE_PROJECT_DIR", "OPENHANDS_PROJECT_DIR")
+
+
+def _fail(message: str, code: int = 2) -> typer.Exit:
+    typer.echo(message, err=True)
+    return typer.Exit(code)
+
+
+def goal(
+    retime: bool = typer.Option(False, "--retime", help="Re-time near misses (within their spread) before deciding."),
+    as_json: bool = typer.Option(False, "--json", help="Print the status as one JSON object."),
+    path: Path = typer.Option(Path("."), "--workspace", "-w", help="A folder inside the workspace."),
+) -> None:
+    """Print met / unmet / stale with every failing scenario and its numbers; exit 0 only when met."""
+    from quaere.goal import render_goal
+    from quaere.hook_wiring import build_deps
+    from quaere.hooks import current_goal
+
+    try:
+        deps = build_deps(open_workspace(path), Agent.CLAUDE_CODE, retime=retime)
+        status, problems = current_goal(deps)
+    except (WorkspaceError, TaskError) as exc:
+        raise _fail(str(exc)) from None
+    for problem in problems:
+        typer.echo(f"ledger: {problem}", err=True)
+    if as_json:
+        typer.echo(status.model_dump_json(indent=2))
+    else:
+        typer.echo(render_goal(status, time.time()))
+    raise typer.Exit(0 if status.met else 1)
+
+
+def _read_payload() -> tuple[dict[str, Any] | None, str]:
+    raw = sys.stdin.read()
+    try:
+        payload = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        return None, f"the hook input is not JSON ({exc}): {raw[:120]!r}"
+    if not isinstance(payload, dict):
+        return None, f"the hook input is a JSON {type(payload).__name__}, expected an object"
+    return payload, ""
+
+
+def _project_dir(payload: dict[str, Any] | None) -> Path:
+    cwd = payload.get("cwd") if payload else None
+    if isinstance(cwd, str) and cwd:
+        return Path(cwd)
+    for name in _PROJECT_DIR_ENV:
+        if os.environ.get(name):
+            return Path(os.environ[name])
+    return Path.cwd()
+
+
+def _emit(answer) -> None:
+    if answer.stderr:
+        typer.echo(answer.stderr, err=True)
+    if answer.output is not None:
+        typer.echo(json.dumps(answer.output))
+    raise typer.Exit(answer.exit_code)
+
+
+def hook(
+    event: str = typer.Argument(..., help="stop, post-tool or prompt"),
+    agent: Agent = typer.Option(Agent.CLAUDE_CODE, "--agent", help="Whose hook protocol to answer in."),
+    retime: bool = typer.Option(False, "--retime", help="Stop: re-time near misses before deciding."),
+) -> None:
+    """Answer one agent hook: read its JSON on stdin, print the answer JSON."""
+    from quaere import hooks as handlers
+    from quaere.hook_wiring import build_deps
+
+    if event not in _EVENTS:
+        raise _fail(f"quaere hook: unknown event '{event}'; expected one of {sorted(_EVENTS)}")
+    name = _EVENTS[event]
+    payload, problem = _read_payload()
+    state_dir = None
+    try:
+        if payload is None:
+            try:
+                state_dir = open_workspace(_project_dir(None)).state
+            except WorkspaceError:
+                state_dir = None
+            _emit(handlers.broken_answer(name, problem, agent, state_dir))
+        workspace = open_workspace(_project_dir(payload))
+        state_dir = workspace.state
+        deps = build_deps(workspace, agent, retime=retime)
+        handler = {"stop": handlers.handle_stop, "post-tool": handlers.handle_post_tool, "prompt": handlers.handle_prompt}
+        _emit(handler[event](payload, deps))
+    except typer.Exit:
+        raise
+    except (WorkspaceError, TaskError, HookStateError, OSError, ValueError) as exc:
+        session = str(payload.get("session_id", "")) if payload else ""
+        _emit(handlers.broken_answer(name, f"{type(exc).__name__}: {exc}", agent, state_dir, session))
+    except Exception as exc:  # never a silent crash: a traceback-free note and the safe answer
+        session = str(payload.get("session_id", "")) if payload else ""
+        _emit(handlers.broken_answer(name, f"internal error {type(exc).__name__}: {exc}", agent, state_dir, session))
+
+
+def hooks_install(
+    agent: Agent = typer.Option(..., "--agent", help="claude-code, codex or openhands"),
+    uninstall: bool = typer.Option(False, "--uninstall", help="Remove quaere's entries and restore what install changed."),
+    max_blocks: int = typer.Option(DEFAULT_MAX_BLOCKS, "--max-blocks", min=1, help="Stop attempts blocked per campaign."),
+    max_sessions: int | None = typer.Option(None, "--max-sessions", min=1, help="Agent sessions before stops go through."),
+    max_wall_s: float | None = typer.Option(None, "--max-wall-s", min=1, help="Seconds before stops go through."),
+    root: Path = typer.Option(Path("."), "--root", help="Project folder (the workspace root)."),
+) -> None:
+    """Write (or remove) the agent's project-level hook settings, merged with what is there."""
+    try:
+        if uninstall:
+            result = uninstall_hooks(root, agent)
+        else:
+            budget = HookBudget(max_blocks=max_blocks, max_sessions=max_sessions, max_wall_s=max_wall_s)
+            result = install_hooks(root, agent, budget)
+    except (InstallError, HookStateError) as exc:
+        raise _fail(str(exc)) from None
+    verb = "removed from" if uninstall else "installed in"
+    typer.echo(f"quaere hooks {verb} {result.settings_path}{'' if result.changed else ' (already so)'}")
+    for note in result.notes:
+        typer.echo(f"note: {note}")
 
 
 def register(app: typer.Typer) -> None:
-    """Add this family's commands to ``app``."""
+    """Add ``goal``, ``hook`` and ``hooks install`` to ``app``."""
+    app.command("goal")(goal)
+    app.command("hook")(hook)
+    group = typer.Typer(help="Install the agents' hook settings.", no_args_is_help=True)
+    group.command("install")(hooks_install)
+    app.add_typer(group, name="hooks")

@@ -1,0 +1,28 @@
+"""Fakes for the hooks' seams (unit tests only): questions and moment detectors."""
+
+from __future__ import annotations
+
+from quaere.hooks import PickedQuestion
+from quaere.records import Moment
+
+
+class FixedQuestions:
+    """Answers every moment with a numbered question naming the moment; records what was asked."""
+
+    def __init__(self) -> None:
+        self.asked: list[Moment] = []
+
+    def pick(self, moment, evidence):
+        self.asked.append(moment)
+        return PickedQuestion(text=f"Q{len(self.asked)} for {moment.value}?", source="bank", entry_id=f"t.q{len(self.asked)}")
+
+
+class FixedMoments:
+    def __init__(self, found=()):
+        self.found = list(found)
+
+    def detect(self, events, now):
+        return list(self.found)
+
+
+MOMENT = Moment

@@ -1,0 +1,191 @@
+"""The hook handlers in-process: real workspace, ledger and trace on disk; fake questions and detectors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from quaere.evaluate.ledger import append_evaluation, read_ledger
+from quaere.hook_install import Agent
+from quaere.hook_state import HookBudget, read_state, update_state
+from quaere.hooks import HookDeps, broken_answer, handle_post_tool, handle_prompt, handle_stop
+from quaere.records import Moment, Verdict
+from quaere.trace import read_trace
+from quaere.workspace import content_hash, create_workspace
+
+from tests.hooks.factories import bench, evaluation, spec
+from tests.hooks.fakes import FixedMoments, FixedQuestions
+
+
+class Clock:
+    def __init__(self, t=1_000.0):
+        self.t = t
+
+    def __call__(self):
+        return self.t
+
+
+@pytest.fixture
+def ws(tmp_path):
+    kernel = tmp_path / "src" / "k.c"
+    kernel.parent.mkdir()
+    kernel.write_text("int k(void) { return 0; }\n")
+    return create_workspace(tmp_path / "ws", "toy", kernel)
+
+
+def deps_for(ws, moments=(), agent=Agent.CLAUDE_CODE, **kw):
+    def read():
+        ledger = read_ledger(ws.ledger)
+        return ledger.evaluations, ledger.problems
+
+    return HookDeps(workspace=ws, spec=spec(), questions=FixedQuestions(), moments=FixedMoments(moments),
+                    read_evaluations=read, clock=kw.pop("clock", Clock()), agent=agent, **kw)
+
+
+def stop_payload(session="s1", active=False, last="I think this is optimal."):
+    return {"session_id": session, "transcript_path": "/tmp/t.jsonl", "cwd": "/x", "hook_event_name": "Stop",
+            "stop_hook_active": active, "last_assistant_message": last}
+
+
+def add_eval(ws, ok=True, **kw):
+    verdicts = [("c1", Verdict.PASSED), ("c2", Verdict.PASSED if ok else Verdict.WRONG)]
+    ev = evaluation(content_hash(ws.candidate), verdicts=verdicts,
+                    benchmarks=[bench("b1", 1.0, 2.0), bench("b2", 1.0, 2.0 if ok else 1.1)], **kw)
+    append_evaluation(ws.ledger, ev)
+
+
+def events(ws, kind):
+    return [e for e in read_trace(ws.trace).events if e.type == kind]
+
+
+def test_stop_unmet_blocks_with_numbers_and_question(ws):
+    add_eval(ws, ok=False)
+    deps = deps_for(ws)
+    answer = handle_stop(stop_payload(), deps)
+    assert answer.decision == "block" and answer.exit_code == 0
+    reason = answer.output["reason"]
+    assert answer.output["decision"] == "block"
+    assert "c2: wrong" in reason and "b2: 1.100x" in reason and "target 1.500x" in reason
+    assert reason.endswith("Question: Q1 for claimed_limit?")
+    assert deps.questions.asked == [Moment.CLAIMED_LIMIT]
+    assert [e.last_message for e in events(ws, "stop_attempt")] == ["I think this is optimal."]
+    [decision] = events(ws, "stop_decision")
+    assert (decision.decision, decision.goal_status) == ("block", "unmet")
+    assert events(ws, "question")[0].moment is Moment.CLAIMED_LIMIT
+    assert read_state(ws.state).blocks == 1
+
+
+def test_stop_met_allows(ws):
+    add_eval(ws, ok=True)
+    answer = handle_stop(stop_payload(), deps_for(ws))
+    assert answer.decision == "allow" and "decision" not in answer.output
+    assert events(ws, "stop_decision")[0].goal_status == "met"
+    assert read_state(ws.state).blocks == 0
+
+
+def test_stop_stale_blocks(ws):
+    add_eval(ws, ok=True)
+    ws.candidate.write_text("int k(void) { return 1; }\n")
+    answer = handle_stop(stop_payload(), deps_for(ws))
+    assert answer.decision == "block" and "STALE" in answer.output["reason"]
+    assert events(ws, "stop_decision")[0].goal_status == "stale"
+
+
+def test_stop_no_evaluation_blocks(ws):
+    answer = handle_stop(stop_payload(), deps_for(ws))
+    assert answer.decision == "block" and "quaere eval" in answer.output["reason"]
+
+
+def test_block_budget_spent_allows_with_budget_event(ws):
+    add_eval(ws, ok=False)
+    deps = deps_for(ws, budget=HookBudget(max_blocks=2))
+    assert [handle_stop(stop_payload(active=i > 0), deps).decision for i in range(3)] == ["block", "block", "allow"]
+    [spent] = events(ws, "budget")
+    assert (spent.budget, spent.limit, spent.used) == ("blocks", 2, 2)
+    assert events(ws, "stop_decision")[-1].goal_status == "budget_spent"
+
+
+def test_wall_time_and_session_budgets(ws):
+    add_eval(ws, ok=False)
+    clock = Clock()
+    deps = deps_for(ws, budget=HookBudget(max_wall_s=60, max_sessions=2), clock=clock)
+    assert handle_stop(stop_payload("a"), deps).decision == "block"
+    clock.t += 61
+    answer = handle_stop(stop_payload("a"), deps)
+    assert answer.decision == "allow" and "wall_s budget spent" in answer.output["systemMessage"]
+    update_state(ws.state, lambda s: setattr(s, "started_at", clock.t))
+    assert handle_stop(stop_payload("b"), deps).decision == "block"
+    assert handle_stop(stop_payload("c"), deps).decision == "allow"  # third session > 2
+
+
+def test_openhands_block_uses_exit_2_and_deny(ws):
+    answer = handle_stop(stop_payload(), deps_for(ws, agent=Agent.OPENHANDS))
+    assert answer.exit_code == 2 and answer.output["decision"] == "deny"
+
+
+def test_broken_ledger_line_is_reported_and_judged_on_the_rest(ws):
+    add_eval(ws, ok=True)
+    with open(ws.ledger, "a") as f:
+        f.write('{"torn": tr')
+    answer = handle_stop(stop_payload(), deps_for(ws))
+    assert answer.decision == "allow"
+    assert "not JSON" in answer.stderr
+
+
+def test_broken_answer_blocks_then_lets_go(ws):
+    update_state(ws.state, lambda s: setattr(s, "budget", HookBudget(max_blocks=2)))
+    first = broken_answer("Stop", "input not JSON", Agent.CLAUDE_CODE, ws.state)
+    second = broken_answer("Stop", "input not JSON", Agent.CLAUDE_CODE, ws.state)
+    third = broken_answer("Stop", "input not JSON", Agent.CLAUDE_CODE, ws.state)
+    assert [first.decision, second.decision, third.decision] == ["block", "block", "allow"]
+    assert "input not JSON" in first.output["reason"] and "input not JSON" in first.stderr
+
+
+def test_prompt_asks_campaign_start_once(ws):
+    deps = deps_for(ws)
+    payload = {"session_id": "s1", "hook_event_name": "UserPromptSubmit", "prompt": "optimize", "cwd": "/x"}
+    first = handle_prompt(payload, deps)
+    assert first.output["hookSpecificOutput"] == {
+        "hookEventName": "UserPromptSubmit", "additionalContext": "Question: Q1 for campaign_start?"}
+    assert handle_prompt(payload, deps).output is None
+    assert [e.moment for e in events(ws, "question")] == [Moment.CAMPAIGN_START]
+
+
+def post_payload(command="quaere eval"):
+    return {"session_id": "s1", "hook_event_name": "PostToolUse", "tool_name": "Bash", "cwd": "/x",
+            "tool_input": {"command": command}, "tool_response": {"stdout": "table", "stderr": ""},
+            "tool_use_id": "toolu_1"}
+
+
+def test_post_tool_asks_after_an_evaluation_when_a_moment_holds(ws):
+    deps = deps_for(ws, moments=[(Moment.SUSPICIOUS_GAIN, "b1 jumped 3.0x")])
+    add_eval(ws, ok=True)
+    answer = handle_post_tool(post_payload("make && ./run"), deps)  # the ledger grew: an evaluation ran
+    assert answer.output["hookSpecificOutput"]["additionalContext"] == "Question: Q1 for suspicious_gain?"
+    assert [e.moment for e in events(ws, "moment")] == [Moment.SUSPICIOUS_GAIN]
+    assert events(ws, "tool_call")[0].tool == "Bash"
+    # the same moment on the same evaluation is not asked twice; no new evaluation: nothing
+    assert handle_post_tool(post_payload("ls"), deps).output is None
+
+
+def test_post_tool_ignores_claimed_limit_and_non_evaluations(ws):
+    deps = deps_for(ws, moments=[(Moment.CLAIMED_LIMIT, "said optimal")])
+    assert handle_post_tool(post_payload("ls"), deps).output is None
+    add_eval(ws)
+    assert handle_post_tool(post_payload(), deps).output is None
+    assert deps.questions.asked == []
+
+
+def test_post_tool_writes_evaluation_summaries_when_asked(ws):
+    from quaere.trace import EvaluationDone
+
+    def summarize(ev):
+        return EvaluationDone(candidate_hash=ev.candidate_hash, correct=ev.correct)
+
+    deps = deps_for(ws, summarize=summarize)
+    add_eval(ws)
+    add_eval(ws)
+    handle_post_tool(post_payload(), deps)
+    handle_post_tool(post_payload(), deps)
+    assert len(events(ws, "evaluation")) == 2
