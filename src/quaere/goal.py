@@ -96,7 +96,7 @@ class Retimer(Protocol):
     def retime(self, benchmark_ids: Sequence[str]) -> Evaluation: ...
 
 
-def _is_timing_only(evaluation: Evaluation) -> bool:
+def is_timing_only(evaluation: Evaluation) -> bool:
     """A re-timing run: it built and ran, timed some configurations and checked no correctness."""
     return evaluation.built and evaluation.ran and not evaluation.correctness and bool(evaluation.benchmarks)
 
@@ -185,7 +185,7 @@ def check_goal(
             evaluated_hash=latest.candidate_hash, evaluated_at=latest.created_at,
         )
     same = [e for e in evaluations if e.candidate_hash == candidate_hash]
-    full_index = max((i for i, e in enumerate(same) if not _is_timing_only(e)), default=None)
+    full_index = max((i for i, e in enumerate(same) if not is_timing_only(e)), default=None)
     if full_index is None:
         return GoalStatus(
             state=GoalState.UNMET, candidate_hash=candidate_hash, evaluated_hash=candidate_hash,

@@ -69,11 +69,14 @@ class EvaluatorRetimer:
     task: Task
 
     def retime(self, benchmark_ids: Sequence[str]) -> Evaluation:
-        from quaere.evaluate import run_evaluation
-        from quaere.evaluate.options import EvalOptions
+        from quaere.evaluate import EvalOptions, run_evaluation
+        from quaere.evaluate.ledger import append_evaluation
 
         options = EvalOptions(correctness=False, benchmark_ids=frozenset(benchmark_ids))
-        return run_evaluation(self.task, self.workspace.candidate, options, workspace=self.workspace)
+        evaluation = run_evaluation(self.task, self.workspace.candidate, options)
+        self.workspace.keep_version(self.workspace.candidate)
+        append_evaluation(self.workspace.ledger, evaluation)  # on record like any other evaluation
+        return evaluation
 
 
 def scenario_ids(task: Task) -> tuple[tuple[str, ...] | None, tuple[str, ...] | None]:

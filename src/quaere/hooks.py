@@ -21,13 +21,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from quaere.goal import GoalState, GoalStatus, Retimer, check_goal, check_goal_with_retime, render_goal
+from quaere.goal import (
+    GoalState, GoalStatus, Retimer, check_goal, check_goal_with_retime, is_timing_only, render_goal,
+)
 from quaere.hook_install import Agent
 from quaere.hook_state import HookBudget, HookState, HookStateError, read_state, update_state
 from quaere.records import Evaluation, Moment, QuestionKind
 from quaere.task.spec import TaskSpec
 from quaere.trace import (
-    AgentMessage, BudgetSpent, ErrorEvent, Event, MomentDetected, QuestionAsked, StopAttempt, StopDecision,
+    AgentMessage, BudgetSpent, ErrorEvent, EvaluationDone, Event, MomentDetected, QuestionAsked, StopAttempt, StopDecision,
     ToolCall, ToolResult, TraceEvent, TraceWriter, cut, read_trace,
 )
 from quaere.workspace import Workspace, content_hash
@@ -240,6 +242,17 @@ def _record_tool(payload: dict[str, Any], deps: HookDeps, session: int) -> None:
     deps.trace.write(ToolResult(session=session, call_id=call_id, output=output, output_sha256=digest))
 
 
+def _summarize_new(evaluations: Sequence[Evaluation], deps: HookDeps, session: int) -> None:
+    """Trace a summary of each new full evaluation the evaluator did not trace itself."""
+    traced = [e for e in read_trace(deps.workspace.trace).events if isinstance(e, EvaluationDone)]
+    for evaluation in evaluations:
+        if is_timing_only(evaluation):
+            continue  # a re-timing is not a new version: detectors would read it as a failing one
+        if any(e.candidate_hash == evaluation.candidate_hash and e.ts >= evaluation.created_at for e in traced):
+            continue
+        deps.trace.write(deps.summarize(evaluation).model_copy(update={"session": session}))
+
+
 def handle_post_tool(payload: dict[str, Any], deps: HookDeps) -> HookAnswer:
     """After an evaluation, ask the question of a moment that holds (suspicious gain, plateau, explained failure)."""
     if not isinstance(payload, dict):
@@ -254,8 +267,7 @@ def handle_post_tool(payload: dict[str, Any], deps: HookDeps) -> HookAnswer:
     if len(evaluations) <= seen and not _ran_eval(payload):
         return HookAnswer(None, 0, note)
     if deps.summarize is not None:
-        for evaluation in evaluations[seen:]:
-            deps.trace.write(deps.summarize(evaluation).model_copy(update={"session": session}))
+        _summarize_new(evaluations[seen:], deps, session)
     now = deps.clock()
     found = deps.moments.detect(read_trace(deps.workspace.trace).events, now)
     asked_key = ""
