@@ -1,0 +1,153 @@
+"""Run a task's one build command on a source file; a compile error is a verdict, never a traceback.
+
+Builds live in ``<cache>/<key>/`` where the key hashes the command template and the source bytes; a
+cached build is reused only while every header it read (from the ``-MD`` depfile) is unchanged. The full
+compiler output is kept in ``build.log`` beside the artifact; the record carries its tail.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from quaere.records import BuildResult, BuildStatus
+from quaere.task.spec import TaskSpec
+
+LOG_TAIL_LINES = 40
+ARTIFACT_NAME = "kernel.so"
+DEPFILE_NAME = "kernel.d"
+LOG_NAME = "build.log"
+RECORD_NAME = "build.json"
+
+
+def render_command(template: str, source: Path, output: Path, depfile: Path) -> str:
+    """The template with its placeholders replaced by shell-quoted absolute paths."""
+    return (
+        template.replace("{source}", shlex.quote(str(source)))
+        .replace("{output}", shlex.quote(str(output)))
+        .replace("{depfile}", shlex.quote(str(depfile)))
+    )
+
+
+def parse_depfile(text: str) -> tuple[str, ...]:
+    """Prerequisites of a make-style depfile (``out: a.h b.h \\``), in order, without duplicates.
+
+    Handles line continuations, several rules (nvcc writes one per phase) and escaped spaces.
+    """
+    joined = text.replace("\\\r\n", " ").replace("\\\n", " ")
+    found: list[str] = []
+    for line in joined.splitlines():
+        if ":" not in line:
+            continue
+        # The target ends at the first ': ' (a Windows-style 'C:\' never appears on Linux paths).
+        _, _, prerequisites = line.partition(": ") if ": " in line else line.partition(":")
+        token = ""
+        index = 0
+        while index < len(prerequisites):
+            char = prerequisites[index]
+            if char == "\\" and index + 1 < len(prerequisites) and prerequisites[index + 1] == " ":
+                token += " "
+                index += 2
+                continue
+            if char.isspace():
+                if token:
+                    found.append(token)
+                token = ""
+            else:
+                token += char
+            index += 1
+        if token:
+            found.append(token)
+    return tuple(dict.fromkeys(found))
+
+
+def _tail(text: str, lines: int = LOG_TAIL_LINES) -> str:
+    return "\n".join(text.rstrip().splitlines()[-lines:])
+
+
+def _headers_digest(headers: tuple[str, ...]) -> str:
+    digest = hashlib.sha256()
+    for header in headers:
+        digest.update(header.encode() + b"\0")
+        try:
+            digest.update(Path(header).read_bytes())
+        except OSError:
+            digest.update(b"<missing>")
+    return digest.hexdigest()
+
+
+def build_key(template: str, source: Path) -> str:
+    digest = hashlib.sha256(template.encode() + b"\0" + source.read_bytes())
+    return digest.hexdigest()[:32]
+
+
+def _cached(folder: Path) -> BuildResult | None:
+    """A previous successful build in ``folder`` whose headers are unchanged, if any."""
+    try:
+        saved = json.loads((folder / RECORD_NAME).read_text())
+        result = BuildResult.model_validate(saved["result"])
+    except (OSError, ValueError, KeyError):
+        return None
+    if not Path(result.artifact).exists() or _headers_digest(result.included_headers) != saved.get("headers"):
+        return None
+    return result
+
+
+def build_source(
+    spec: TaskSpec, source: Path, cache_dir: Path, workdir: Path, timeout_s: float = 900.0
+) -> BuildResult:
+    """Build ``source`` with the task's command (run in ``workdir``, the task folder); never raises on a
+    compile error, a missing compiler or a timeout: those are ``BUILD_FAILED`` with the log's tail."""
+    source = source.resolve()
+    key = build_key(spec.build, source)
+    final = cache_dir / key
+    cached = _cached(final)
+    if cached is not None:
+        return cached
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix=f"{key}.", dir=cache_dir))
+    # The record names the final location: the scratch folder is renamed there on success.
+    command = render_command(spec.build, source, scratch / ARTIFACT_NAME, scratch / DEPFILE_NAME)
+    shown = command.replace(str(scratch), str(final))
+    started = time.monotonic()
+    try:
+        run = subprocess.run(
+            command, shell=True, cwd=workdir, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            timeout=timeout_s, check=False,
+        )
+        log, code = run.stdout.decode(errors="replace"), run.returncode
+    except subprocess.TimeoutExpired as exc:
+        log = (exc.stdout or b"").decode(errors="replace") + f"\n[quaere] build timed out after {timeout_s:.0f} s"
+        code = -1
+    duration = time.monotonic() - started
+    (scratch / LOG_NAME).write_text(f"$ {shown}\n{log}")
+    if code != 0 or not (scratch / ARTIFACT_NAME).exists():
+        reason = f"[quaere] build command exited with status {code}" if code else "[quaere] no artifact written"
+        shutil.rmtree(scratch, ignore_errors=True)
+        return BuildResult(
+            status=BuildStatus.BUILD_FAILED, command=shown, artifact="", log_tail=_tail(f"{log}\n{reason}"),
+            included_headers=(), duration_s=duration,
+        )
+    depfile = scratch / DEPFILE_NAME
+    prerequisites = parse_depfile(depfile.read_text()) if depfile.exists() else ()
+    headers = tuple(os.path.normpath(os.path.join(workdir, p)) for p in prerequisites)
+    headers = tuple(h for h in headers if h != str(source))
+    result = BuildResult(
+        status=BuildStatus.OK, command=shown, artifact=str(final / ARTIFACT_NAME), log_tail=_tail(log),
+        included_headers=headers, duration_s=duration,
+    )
+    record = {"result": result.model_dump(mode="json"), "headers": _headers_digest(headers)}
+    (scratch / RECORD_NAME).write_text(json.dumps(record))
+    shutil.rmtree(final, ignore_errors=True)
+    try:
+        scratch.rename(final)
+    except OSError:  # another evaluation of the same source won the race: use its build
+        shutil.rmtree(scratch, ignore_errors=True)
+    return result

@@ -1,0 +1,90 @@
+"""What one run of the evaluator is asked to do, and the user's scenarios file.
+
+This module is the one place of the evaluator that reads the environment (the build cache folder).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from quaere.records import Scenario
+
+
+class ScenariosFileError(ValueError):
+    """The ``--scenarios`` file is malformed; the message names the file, the field and the expectation."""
+
+
+class EvalOptions(BaseModel):
+    """Switches of one evaluation; the defaults do everything the task asks."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    correctness: bool = True
+    """Run the correctness scenarios."""
+    benchmark: bool = True
+    """Time the benchmark scenarios (only when build, audit and every correctness scenario passed)."""
+    benchmark_ids: frozenset[str] | None = None
+    """Time only these benchmark scenario ids (the goal's re-timing); None times the whole set."""
+    scenarios_file: Path | None = None
+    """A JSON list ``[{"id": ..., "params": {...}}]`` that replaces the task's correctness set."""
+    seed: int | None = Field(default=None, ge=0)
+    """Seed of the random inputs; None draws a fresh one (it is recorded in every verdict)."""
+    scenario_timeout_s: float | None = Field(default=None, gt=0)
+    """Per correctness scenario; None uses the task's ``correctness.scenario_timeout_s``."""
+    benchmark_timeout_s: float = Field(default=300.0, gt=0)
+    """Per benchmark scenario (every implementation, warm-up and repetitions together)."""
+    worker_start_timeout_s: float = Field(default=180.0, gt=0)
+    """Time a fresh worker may take to import the task (and torch) and load the kernels."""
+    build_timeout_s: float = Field(default=900.0, gt=0)
+    """Time the build command may take before it counts as failed."""
+    no_device: bool = False
+    """Build and audit only, even where a device is present."""
+    cache_dir: Path | None = None
+    """Where builds and worker logs go; None uses :func:`default_cache_dir`."""
+
+
+def default_cache_dir() -> Path:
+    """``$QUAERE_CACHE_DIR``, else ``$XDG_CACHE_HOME/quaere``, else ``~/.cache/quaere``."""
+    explicit = os.environ.get("QUAERE_CACHE_DIR")
+    if explicit:
+        return Path(explicit)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "quaere"
+
+
+def load_scenarios_file(path: Path) -> list[Scenario]:
+    """Read a user's scenarios; raise :class:`ScenariosFileError` naming file, field and expectation."""
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise ScenariosFileError(f"{path}: no such file (expected a JSON list of scenarios)") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ScenariosFileError(f"{path}: not valid JSON: {exc}") from None
+    if not isinstance(data, list) or not data:
+        raise ScenariosFileError(f'{path}: expected a non-empty JSON list of {{"id": ..., "params": {{...}}}}')
+    scenarios: list[Scenario] = []
+    seen: set[str] = set()
+    for index, item in enumerate(data):
+        try:
+            scenario = Scenario.model_validate(item)
+        except ValidationError as exc:
+            error = exc.errors()[0]
+            field = ".".join(str(p) for p in (index, *error["loc"]))
+            expectation = "is required" if error["type"] == "missing" else error["msg"]
+            if error["type"] == "extra_forbidden":
+                expectation = "is not a known field (expected only 'id' and 'params')"
+            raise ScenariosFileError(f"{path}: field '{field}' {expectation}") from None
+        if scenario.id in seen:
+            raise ScenariosFileError(f"{path}: field '{index}.id' repeats the id '{scenario.id}'; ids must be unique")
+        seen.add(scenario.id)
+        scenarios.append(scenario)
+    return scenarios
+
+
+def cuda_visible_devices() -> str | None:
+    """``$CUDA_VISIBLE_DEVICES`` as set (None when unset): which GPU the worker's device 0 is."""
+    return os.environ.get("CUDA_VISIBLE_DEVICES")

@@ -1,0 +1,205 @@
+"""``run_evaluation``: build -> audit -> correctness -> timing, one :class:`Evaluation` out.
+
+The parent process never imports torch: the kernel runs in workers (see ``supervisor`` and ``worker``).
+Timing runs only on a candidate that built, passed the audit and every correctness scenario it was asked
+to run, so a fast but wrong kernel never gets a speed figure.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Protocol
+
+from quaere.evaluate.build import build_source
+from quaere.evaluate.device import probe_device
+from quaere.evaluate.options import EvalOptions, default_cache_dir, load_scenarios_file
+from quaere.evaluate.stats import roofline_floor_ms
+from quaere.evaluate.supervisor import Supervisor, WorkerConfig
+from quaere.records import AuditFinding, BenchmarkResult, BuildResult, BuildStatus, Evaluation, Scenario
+from quaere.records import ScenarioVerdict, TimingStatus, Verdict
+from quaere.task.loader import Task
+from quaere.workspace import content_hash
+
+
+class Progress(Protocol):
+    """Told what the evaluator is doing, for a progress bar."""
+
+    def begin(self, phase: str, total: int) -> None:
+        """A phase ('build', 'correctness', 'timing') starts with ``total`` steps."""
+        ...
+
+    def advance(self, label: str) -> None:
+        """One step of the current phase finished; ``label`` says which and how it went."""
+        ...
+
+
+class _Silent:
+    def begin(self, phase: str, total: int) -> None:
+        pass
+
+    def advance(self, label: str) -> None:
+        pass
+
+
+def _static_audit(build: BuildResult, banned: tuple[str, ...]) -> tuple[AuditFinding, ...]:
+    from quaere.evaluate.audit import audit_build
+
+    return tuple(audit_build(build, banned))
+
+
+class _RuntimeGuard:
+    """The dlopen guard of the workers: their environment, and the findings in its log so far."""
+
+    def __init__(self, banned: tuple[str, ...], cache: Path, log_dir: Path, artifact: str) -> None:
+        self.banned, self.artifact = banned, Path(artifact)
+        self.log_path = log_dir / "runtime-guard.log"
+        self.env = dict(os.environ)
+        self.note = ""
+        self.active = False
+        if not banned:
+            return
+        from quaere.evaluate.runtime_guard import GuardUnavailable, guard_environment
+
+        try:
+            self.env.update(guard_environment(cache / "runtime-guard", self.log_path))
+            self.active = True
+        except GuardUnavailable as exc:
+            self.note = f"dlopen guard unavailable ({exc}); only the maps diff watched run-time loads"
+
+    def findings(self) -> tuple[AuditFinding, ...]:
+        """Banned calls the candidate made so far; () before any worker started or without the guard."""
+        if not self.active:
+            return ()
+        from quaere.evaluate.runtime_guard import GuardNotActive, runtime_findings
+
+        try:
+            return tuple(runtime_findings(self.log_path, self.artifact, self.banned))
+        except GuardNotActive as exc:
+            self.note = f"dlopen guard: {exc}"
+            return ()
+
+
+def _not_run(scenarios: list[Scenario], seed: int, why: str) -> tuple[ScenarioVerdict, ...]:
+    return tuple(ScenarioVerdict(scenario_id=s.id, verdict=Verdict.NOT_RUN, seed=seed, detail=why) for s in scenarios)
+
+
+def _why_not_run(build: BuildResult, options: EvalOptions, reason: str) -> str:
+    if build.status is not BuildStatus.OK:
+        return "build failed: nothing was run"
+    if options.no_device:
+        return "no_device requested: build and audit only, nothing was run"
+    return f"{reason}: nothing was run" if reason else ""
+
+
+def _correctness(
+    task: Task, scenarios: list[Scenario], seed: int, options: EvalOptions, sup: Supervisor,
+    runtime: Callable[[], tuple[AuditFinding, ...]], progress: Progress,
+) -> tuple[ScenarioVerdict, ...]:
+    rule = task.spec.correctness
+    timeout_s = options.scenario_timeout_s or rule.scenario_timeout_s
+    progress.begin("correctness", len(scenarios))
+    verdicts = []
+    seen = len(runtime())
+    for scenario in scenarios:
+        verdict = sup.check(scenario, seed, rule.factor, rule.floor, timeout_s)
+        found = runtime()
+        if len(found) > seen and verdict.verdict.passed:
+            evidence = "; ".join(f.evidence for f in found[seen:])
+            verdict = verdict.model_copy(update={"verdict": Verdict.BANNED_AT_RUNTIME, "detail": evidence})
+        seen = len(found)
+        verdicts.append(verdict)
+        progress.advance(f"{scenario.id}: {verdict.verdict.value}")
+    return tuple(verdicts)
+
+
+def _benchmarks(task: Task, seed: int, options: EvalOptions, sup: Supervisor, progress: Progress) -> tuple[tuple[BenchmarkResult, ...], str]:
+    spec, module = task.spec, task.module
+    scenarios = module.benchmark_scenarios()
+    note = ""
+    if options.benchmark_ids is not None:
+        unknown = sorted(options.benchmark_ids - {s.id for s in scenarios})
+        note = f"unknown benchmark ids ignored: {', '.join(unknown)}" if unknown else ""
+        scenarios = [s for s in scenarios if s.id in options.benchmark_ids]
+    comparisons = tuple(c.name for c in spec.comparisons)
+    impls = ("candidate", "initial", *comparisons)
+    progress.begin("timing", len(scenarios))
+    results = []
+    for scenario in scenarios:
+        message = {"scenario": scenario.model_dump(mode="json"), "seed": seed, "factor": spec.correctness.factor,
+                   "floor": spec.correctness.floor, "timing": spec.timing.model_dump(mode="json"),
+                   "comparisons": list(comparisons)}
+        timings = sup.time(message, impls, options.benchmark_timeout_s)
+        flops = float(module.flops(scenario))
+        bound_ms = roofline_floor_ms(flops, float(module.min_bytes(scenario)), spec.roofline.matrix_tflops,
+                                     spec.roofline.bandwidth_gbps)
+        result = BenchmarkResult(scenario_id=scenario.id, flops=flops, bound_ms=bound_ms, timings=tuple(timings))
+        candidate = result.timing("candidate")
+        suspect = candidate is not None and candidate.status is TimingStatus.MEASURED and candidate.median_ms < bound_ms
+        results.append(result.model_copy(update={"suspect": suspect}))
+        progress.advance(f"{scenario.id}: {candidate.status.value if candidate else '?'}")
+    return tuple(results), note
+
+
+def run_evaluation(task: Task, candidate: Path, options: EvalOptions, progress: Progress | None = None) -> Evaluation:
+    """Evaluate ``candidate`` (a kernel source file) on ``task``; never raises for a bad candidate.
+
+    Raises :class:`~quaere.evaluate.options.ScenariosFileError` for a malformed scenarios file.
+    """
+    progress = progress or _Silent()
+    created_at, started = time.time(), time.monotonic()
+    cache = options.cache_dir or default_cache_dir()
+    seed = options.seed if options.seed is not None else secrets.randbelow(2**31)
+    scenarios = (load_scenarios_file(options.scenarios_file) if options.scenarios_file
+                 else list(task.module.correctness_scenarios()))
+    progress.begin("build", 1)
+    build = build_source(task.spec, candidate, cache / "builds", task.folder, options.build_timeout_s)
+    progress.advance(f"build: {build.status.value}")
+    audit = _static_audit(build, task.spec.banned) if build.status is BuildStatus.OK else ()
+    probe = probe_device(task.spec.device)
+    base = dict(task=task.spec.name, candidate_path=str(candidate), candidate_hash=content_hash(candidate),
+                created_at=created_at, device=probe.info, build=build)
+    why = _why_not_run(build, options, probe.reason)
+    if why:
+        return Evaluation(**base, audit=audit, ran=False, correctness=_not_run(scenarios, seed, why), note=why,
+                          wall_s=time.monotonic() - started)
+    notes: list[str] = [f"scenarios from {options.scenarios_file}"] if options.scenarios_file else []
+    verdicts: tuple[ScenarioVerdict, ...] = ()
+    benches: tuple[BenchmarkResult, ...] = ()
+    log_dir = Path(tempfile.mkdtemp(prefix="run.", dir=_mkdir(cache / "runs")))
+    try:
+        guard = _RuntimeGuard(task.spec.banned, cache, log_dir, build.artifact)
+        kernels = {"candidate": build.artifact}
+        if options.benchmark:  # built before the first worker starts, so every worker can load it
+            initial = build_source(task.spec, task.initial_kernel, cache / "builds", task.folder, options.build_timeout_s)
+            if initial.status is BuildStatus.OK:
+                kernels["initial"] = initial.artifact
+            else:
+                notes.append("the initial kernel failed to build: it is not timed")
+        config = WorkerConfig(task_folder=task.folder, kernels=kernels, banned=task.spec.banned, env=guard.env,
+                              log_dir=log_dir, start_timeout_s=options.worker_start_timeout_s)
+        with Supervisor(config) as sup:
+            if options.correctness:
+                verdicts = _correctness(task, scenarios, seed, options, sup, guard.findings, progress)
+            failed = sum(not v.verdict.passed for v in verdicts)
+            if options.benchmark and (audit or failed):
+                notes.append(f"timing skipped: {'audit findings' if audit else f'{failed} scenario(s) failed'}")
+            elif options.benchmark:
+                benches, note = _benchmarks(task, seed, options, sup, progress)
+                notes.extend([note] if note else [])
+        audit = audit + tuple(f for f in guard.findings() if f not in audit)
+        notes.extend([guard.note] if guard.note else [])
+    finally:
+        shutil.rmtree(log_dir, ignore_errors=True)
+    return Evaluation(**base, audit=audit, ran=True, correctness=verdicts, benchmarks=benches,
+                      note="; ".join(notes), wall_s=time.monotonic() - started)
+
+
+def _mkdir(path: Path) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    return path

@@ -1,0 +1,221 @@
+"""The parent's side of the worker: start it, send one request, and classify whatever happens.
+
+A request that gets no reply within its time limit kills the worker's process group (``timed_out``); a
+worker that dies, by any signal or exit status, is ``crashed`` (``out_of_memory`` when it said so or was
+killed by SIGKILL, which on Linux is the kernel's OOM killer when it is not ours). Either way the next
+request starts a fresh worker. A failure to start (the candidate cannot be loaded, its constructor
+crashes) is remembered and given to every later scenario instead of restarting forever.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from quaere.records import Scenario, ScenarioVerdict, Timing, TimingStatus, Verdict
+
+STDERR_TAIL_BYTES = 3000
+
+
+class WorkerLost(RuntimeError):
+    """The worker did not answer: it died or ran out of time. ``verdict`` says which."""
+
+    def __init__(self, verdict: Verdict, detail: str) -> None:
+        super().__init__(detail)
+        self.verdict = verdict
+        self.detail = detail
+
+
+def describe_exit(returncode: int) -> str:
+    if returncode < 0:
+        try:
+            return f"killed by {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"killed by signal {-returncode}"
+    return f"exited with status {returncode}"
+
+
+class WorkerProcess:
+    """One worker subprocess in its own session (so a timeout kills everything it started)."""
+
+    def __init__(self, env: dict[str, str], stderr_path: Path) -> None:
+        self.stderr_path = stderr_path
+        self._stderr = open(stderr_path, "ab")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "quaere.evaluate.worker"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=self._stderr, env=env, start_new_session=True,
+        )
+        self._pending = b""
+
+    def stderr_tail(self) -> str:
+        self._stderr.flush()
+        with open(self.stderr_path, "rb") as f:
+            f.seek(max(0, os.path.getsize(self.stderr_path) - STDERR_TAIL_BYTES))
+            return f.read().decode(errors="replace").strip()
+
+    def _lost(self) -> WorkerLost:
+        try:
+            code = self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            code = self.proc.returncode
+        tail = self.stderr_tail()
+        oom = "out of memory" in tail.lower() or code == -signal.SIGKILL
+        detail = f"worker {describe_exit(code)}" + (f"; stderr tail:\n{tail}" if tail else "")
+        return WorkerLost(Verdict.OUT_OF_MEMORY if oom else Verdict.CRASHED, detail)
+
+    def request(self, message: dict, timeout_s: float) -> dict:
+        """Send one request and wait for its reply line; raise :class:`WorkerLost` otherwise."""
+        try:
+            assert self.proc.stdin is not None
+            self.proc.stdin.write((json.dumps(message) + "\n").encode())
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            raise self._lost() from None
+        fd = self.proc.stdout.fileno()  # type: ignore[union-attr]
+        deadline = time.monotonic() + timeout_s
+        while b"\n" not in self._pending:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                self.kill()
+                raise WorkerLost(Verdict.TIMED_OUT, f"no answer within {timeout_s:g} s; worker killed")
+            ready, _, _ = select.select([fd], [], [], remaining)
+            if ready:
+                chunk = os.read(fd, 1 << 16)
+                if not chunk:
+                    raise self._lost()
+                self._pending += chunk
+        line, _, self._pending = self._pending.partition(b"\n")
+        try:
+            return json.loads(line)
+        except json.JSONDecodeError:
+            self.kill()
+            return {"ok": False, "error": f"unreadable reply from the worker: {line[:200]!r}"}
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self.proc.wait()
+
+    def close(self) -> None:
+        if self.proc.poll() is None and self.proc.stdin is not None:
+            try:
+                self.proc.stdin.close()
+                self.proc.wait(timeout=10)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+        self.kill()
+        self._stderr.close()
+
+
+@dataclass(frozen=True)
+class WorkerConfig:
+    task_folder: Path
+    kernels: dict[str, str]
+    banned: tuple[str, ...]
+    env: dict[str, str]
+    log_dir: Path
+    start_timeout_s: float
+
+
+class Supervisor:
+    """Runs requests on a worker, replacing it after every death; use as a context manager."""
+
+    def __init__(self, config: WorkerConfig) -> None:
+        self.config = config
+        self._worker: WorkerProcess | None = None
+        self._started = 0
+        self._start_failure: WorkerLost | None = None
+        self.worker_deaths = 0
+
+    def __enter__(self) -> Supervisor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._worker is not None:
+            self._worker.close()
+            self._worker = None
+
+    def _ready_worker(self) -> WorkerProcess:
+        if self._start_failure is not None:
+            raise self._start_failure
+        if self._worker is not None and self._worker.alive():
+            return self._worker
+        if self._worker is not None:
+            self._worker.close()
+        self._started += 1
+        worker = WorkerProcess(self.config.env, self.config.log_dir / f"worker-{self._started}.stderr")
+        init = {"op": "init", "task": str(self.config.task_folder), "kernels": self.config.kernels,
+                "banned": list(self.config.banned)}
+        try:
+            reply = worker.request(init, self.config.start_timeout_s)
+        except WorkerLost as lost:
+            self._start_failure = WorkerLost(lost.verdict, f"while loading the candidate: {lost.detail}")
+            raise self._start_failure from None
+        if not reply.get("ok"):
+            worker.close()
+            if "load_error" in reply:
+                self._start_failure = WorkerLost(Verdict.CRASHED, reply["load_error"])
+            else:
+                self._start_failure = WorkerLost(Verdict.HARNESS_ERROR, f"worker failed to start: {reply.get('error')}")
+            raise self._start_failure
+        self._worker = worker
+        return worker
+
+    def _send(self, message: dict, timeout_s: float) -> dict:
+        worker = self._ready_worker()
+        try:
+            reply = worker.request(message, timeout_s)
+        except WorkerLost:
+            self.worker_deaths += 1
+            worker.close()
+            self._worker = None
+            raise
+        if reply.get("fault") or not reply.get("ok"):
+            worker.close()  # the worker leaves after a fault; after a harness error we start afresh too
+            self._worker = None
+        return reply
+
+    def check(self, scenario: Scenario, seed: int, factor: float, floor: float, timeout_s: float) -> ScenarioVerdict:
+        message = {"op": "check", "scenario": scenario.model_dump(mode="json"), "seed": seed, "factor": factor,
+                   "floor": floor}
+        started = time.monotonic()
+
+        def verdict(v: Verdict, detail: str) -> ScenarioVerdict:
+            return ScenarioVerdict(scenario_id=scenario.id, verdict=v, seed=seed, detail=detail,
+                                   duration_s=time.monotonic() - started)
+
+        try:
+            reply = self._send(message, timeout_s)
+        except WorkerLost as lost:
+            return verdict(lost.verdict, lost.detail)
+        if not reply.get("ok"):
+            oom = bool(reply.get("out_of_memory"))
+            return verdict(Verdict.OUT_OF_MEMORY if oom else Verdict.HARNESS_ERROR,
+                           f"{reply.get('error')}\n{reply.get('traceback', '')}".strip())
+        result = ScenarioVerdict.model_validate(reply["verdict"])
+        return result.model_copy(update={"duration_s": time.monotonic() - started})
+
+    def time(self, message: dict, impls: tuple[str, ...], timeout_s: float) -> list[Timing]:
+        """Timings for ``impls`` (in order); every one FAILED with the reason when the worker is lost."""
+        try:
+            reply = self._send({"op": "time", **message}, timeout_s)
+        except WorkerLost as lost:
+            return [Timing(impl=i, status=TimingStatus.FAILED, detail=f"{lost.verdict.value}: {lost.detail}") for i in impls]
+        if reply.get("fault") or not reply.get("ok"):
+            detail = reply["verdict"]["detail"] if reply.get("fault") else str(reply.get("error"))
+            return [Timing(impl=i, status=TimingStatus.FAILED, detail=detail) for i in impls]
+        return [Timing.model_validate(t) for t in reply["timings"]]
