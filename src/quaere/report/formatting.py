@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import math
 
+from quaere.records import TimingStatus
+from quaere.report.final_table import BaselineCell
+
 
 def ratio(value: float | None) -> str:
     """A speedup such as '1.13x'; '-' when absent or not finite."""
@@ -25,3 +28,10 @@ def share(value: float | None) -> str:
 
 def short_hash(digest: str) -> str:
     return digest[:12]
+
+
+def cell(baseline: BaselineCell | None) -> str:
+    """A final-table cell: the ratio, or why there is none (e.g. 'unavailable')."""
+    if baseline is None:
+        return "-"
+    return ratio(baseline.ratio) if baseline.status is TimingStatus.MEASURED else baseline.status.value

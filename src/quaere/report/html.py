@@ -23,11 +23,13 @@ img.plot { max-width: 100%; border: 1px solid #ddd; }
 """
 
 
-def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], numeric_from: int = 1) -> str:
+def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], numeric: range | None = None) -> str:
+    """An escaped table; columns in ``numeric`` (default: all but the first) are right-aligned."""
+    numeric = numeric if numeric is not None else range(1, len(headers))
     head = "".join(f"<th>{escape(h)}</th>" for h in headers)
     body = "".join(
         "<tr>" + "".join(
-            f'<td class="num">{escape(c)}</td>' if i >= numeric_from else f"<td>{escape(c)}</td>"
+            f'<td class="num">{escape(c)}</td>' if i in numeric else f"<td>{escape(c)}</td>"
             for i, c in enumerate(row)
         ) + "</tr>"
         for row in rows
@@ -58,7 +60,7 @@ def _final(report: CampaignReport) -> str:
     headers = ["scenario", "candidate ms"] + [f"vs {b}" for b in final.baselines]
     rows = [
         [row.scenario_id, fmt.number(row.candidate_ms, 4)]
-        + [fmt.ratio(row.baselines[b].ratio) if b in row.baselines else "-" for b in final.baselines]
+        + [fmt.cell(row.baselines.get(b)) for b in final.baselines]
         for row in final.rows
     ]
     rows.append(["geomean", ""] + [fmt.ratio(final.geomean_by_baseline[b]) for b in final.baselines])
@@ -80,7 +82,7 @@ def _gains(gains: Sequence[QuestionGain]) -> str:
         for g in gains
     ]
     return _table(("#", "kind", "group", "moment", "best before", "best after", "gain", "question"), rows,
-                  numeric_from=4)
+                  numeric=range(4, 7))
 
 
 def _counts(report: CampaignReport) -> str:

@@ -96,7 +96,7 @@ def load_report(
         catalog,
         inputs.final_hash,
         k=k,
-        title=f"{workspace.task} campaign in {workspace.root.name}",
+        title=f"{Path(workspace.task).name} campaign in {workspace.root.name}",
         problems=inputs.problems + problems,
     )
 

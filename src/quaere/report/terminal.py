@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from quaere.report import formatting as fmt
@@ -20,8 +21,8 @@ def _final_table(report: CampaignReport) -> Table | None:
     for name in final.baselines:
         table.add_column(f"vs {name}", justify="right")
     for row in final.rows:
-        cells = [fmt.ratio(row.baselines[b].ratio) if b in row.baselines else "-" for b in final.baselines]
-        table.add_row(row.scenario_id, fmt.number(row.candidate_ms, 4), *cells)
+        cells = [fmt.cell(row.baselines.get(b)) for b in final.baselines]
+        table.add_row(escape(row.scenario_id), fmt.number(row.candidate_ms, 4), *cells)
     table.add_row("geomean", "", *[fmt.ratio(final.geomean_by_baseline[b]) for b in final.baselines])
     return table
 
@@ -31,14 +32,14 @@ def _kind_table(report: CampaignReport) -> Table:
     for column in ("kind / group", "questions", "with gain", "total gain"):
         table.add_column(column, justify="left" if column == "kind / group" else "right")
     for group in report.attribution.by_kind + report.attribution.by_group:
-        table.add_row(group.name, str(group.questions), str(group.with_gain), fmt.gain(group.total_gain))
+        table.add_row(escape(group.name), str(group.questions), str(group.with_gain), fmt.gain(group.total_gain))
     return table
 
 
 def print_summary(report: CampaignReport, console: Console) -> None:
     """Print the headline figures, the final table and the attribution table to ``console``."""
     best = report.progress[-1].best_geomean if report.progress else None
-    console.print(f"[bold]{report.title}[/bold]")
+    console.print(f"[bold]{escape(report.title)}[/bold]")
     console.print(
         f"evaluations {len(report.progress)}, best geomean {fmt.ratio(best)}, tool calls "
         f"{report.pacing.total_tool_calls}, questions {report.question_counts.total}"
@@ -55,6 +56,7 @@ def print_summary(report: CampaignReport, console: Console) -> None:
     console.print(_kind_table(report))
     for gain in report.attribution.largest:
         q = gain.question
-        console.print(f"  {fmt.gain(gain.gain)} after #{q.number} [{q.kind.value}, {q.group}, {q.moment.value}] {q.text}")
+        label = escape(f"[{q.kind.value}, {q.group}, {q.moment.value}] {q.text}")
+        console.print(f"  {fmt.gain(gain.gain)} after #{q.number} {label}")
     for problem in report.problems:
-        console.print(f"[yellow]note:[/yellow] {problem}")
+        console.print(f"[yellow]note:[/yellow] {escape(problem)}")
