@@ -275,10 +275,14 @@ def _fmt_ratio(value: float) -> str:
     return f"{value:.3f}x" if math.isfinite(value) else "n/a"
 
 
-def _benchmark_line(miss: FailingBenchmark) -> str:
+def _benchmark_line(miss: FailingBenchmark, retimed: tuple[str, ...]) -> str:
     if miss.shortfall is Shortfall.BELOW_TARGET:
         spread = f" ±{miss.ratio_spread:.3f}" if math.isfinite(miss.ratio_spread) else ""
-        note = " (near miss: within the spread, re-time with `quaere goal --retime`)" if miss.near_miss else ""
+        note = ""
+        if miss.scenario_id in retimed:
+            note = " (re-timed: still below)"
+        elif miss.near_miss:
+            note = " (near miss: within the spread, re-time with `quaere goal --retime`)"
         return (
             f"  {miss.scenario_id}: {_fmt_ratio(miss.ratio)}{spread} vs {miss.baseline}, "
             f"target {miss.target_ratio:.3f}x{note}"
@@ -313,7 +317,7 @@ def render_goal(status: GoalStatus, now: float | None = None) -> str:
         lines.append(
             f"benchmarks: {len(status.failing_benchmarks)} of {status.benchmarks_checked} target checks fail"
         )
-        lines += [_benchmark_line(m) for m in status.failing_benchmarks]
+        lines += [_benchmark_line(m, status.retimed) for m in status.failing_benchmarks]
     elif status.benchmarks_checked:
         lines.append(f"benchmarks: all {status.benchmarks_checked} target checks reached")
     if status.retimed:

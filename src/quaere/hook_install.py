@@ -71,7 +71,10 @@ def _our_groups(agent: Agent, launcher: str) -> dict[str, dict[str, Any]]:
     groups = {}
     for event, sub, matcher in _EVENTS:
         timeout = STOP_TIMEOUT_S if sub == "stop" else OTHER_TIMEOUT_S
-        handler = {"type": "command", "command": f"{launcher} hook {sub} --agent {agent.value}", "timeout": timeout}
+        # The Stop hook re-times near misses before they count as missed (the goal's rule).
+        flags = " --retime" if sub == "stop" else ""
+        command = f"{launcher} hook {sub} --agent {agent.value}{flags}"
+        handler = {"type": "command", "command": command, "timeout": timeout}
         group: dict[str, Any] = {"hooks": [handler]}
         # Codex reads a matcher as a regex ("*" is invalid there) and ignores it on Stop/UserPromptSubmit.
         if matcher is not None and agent is not Agent.CODEX:

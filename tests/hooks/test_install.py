@@ -30,7 +30,7 @@ def test_install_merges_keeps_user_hooks_and_sets_block_cap(tmp_path):
     settings.write_text(USER_SETTINGS)
     install_hooks(tmp_path, Agent.CLAUDE_CODE, HookBudget(max_blocks=12), launcher="quaere")
     data = json.loads(settings.read_text())
-    assert _commands(data, "Stop") == ["./my-stop-check.sh", "quaere hook stop --agent claude-code"]
+    assert _commands(data, "Stop") == ["./my-stop-check.sh", "quaere hook stop --agent claude-code --retime"]
     assert _commands(data, "PostToolUse") == ["prettier --write", "quaere hook post-tool --agent claude-code"]
     assert _commands(data, "UserPromptSubmit") == ["quaere hook prompt --agent claude-code"]
     assert data["env"] == {"FOO": "bar", BLOCK_CAP_ENV: "12"}
@@ -51,7 +51,7 @@ def test_reinstall_with_new_budget_replaces_ours_only(tmp_path):
     install_hooks(tmp_path, Agent.CLAUDE_CODE, HookBudget(max_blocks=5), launcher="quaere")
     install_hooks(tmp_path, Agent.CLAUDE_CODE, HookBudget(max_blocks=9), launcher="/opt/py -m quaere")
     data = json.loads((tmp_path / ".claude/settings.json").read_text())
-    assert _commands(data, "Stop") == ["/opt/py -m quaere hook stop --agent claude-code"]
+    assert _commands(data, "Stop") == ["/opt/py -m quaere hook stop --agent claude-code --retime"]
     assert data["env"][BLOCK_CAP_ENV] == "9"
 
 
@@ -105,7 +105,7 @@ def test_other_agents_files(tmp_path, agent, path):
     result = install_hooks(tmp_path, agent, HookBudget(), launcher="quaere")
     data = json.loads(target.read_text())
     assert set(data) == {"hooks"}  # Codex admits nothing else at the top level
-    assert _commands(data, "Stop") == ["lint.sh", f"quaere hook stop --agent {agent.value}"]
+    assert _commands(data, "Stop") == ["lint.sh", f"quaere hook stop --agent {agent.value} --retime"]
     if agent is Agent.CODEX:
         assert all("matcher" not in g for groups in data["hooks"].values() for g in groups)
         assert result.notes
