@@ -129,25 +129,33 @@ def _words(text: str) -> list[str]:
     return [w.strip("'\"`:;,()[]{}<>") for w in text.split()]
 
 
-_CUDA_FAMILIES = ("cutlass", "cute")
+_CUTLASS_FAMILIES = ("cutlass", "cute")
 _LIBRARY_FAMILIES = ("cublas", "cublaslt", "cudnn")
 
 RULES: tuple[Rule, ...] = (
-    Rule("cutlass_cute_headers", "The build read a CUTLASS/CuTe header: the kernel leans on their templates.",
-         _CUDA_FAMILIES, cutlass_cute_headers),
-    Rule("cutlass_cute_host_symbols", "Host code carries cutlass::/cute:: symbols: CUTLASS/CuTe code was compiled in.",
-         _CUDA_FAMILIES, cutlass_cute_host_symbols),
-    Rule("cutlass_cute_device_symbols", "Device code carries cutlass::/cute:: symbols, even with host symbols stripped.",
-         _CUDA_FAMILIES, cutlass_cute_device_symbols),
-    Rule("banned_needed", "A NEEDED entry makes the loader map cuBLAS/cuBLASLt/cuDNN with the candidate.",
+    Rule("cutlass_cute_headers",
+         "The build read a CUTLASS/CuTe header: the kernel leans on their templates.",
+         _CUTLASS_FAMILIES, cutlass_cute_headers),
+    Rule("cutlass_cute_host_symbols",
+         "Host code carries cutlass::/cute:: symbols: CUTLASS/CuTe code was compiled in.",
+         _CUTLASS_FAMILIES, cutlass_cute_host_symbols),
+    Rule("cutlass_cute_device_symbols",
+         "Device code carries cutlass::/cute:: symbols, even with host symbols stripped.",
+         _CUTLASS_FAMILIES, cutlass_cute_device_symbols),
+    Rule("banned_needed",
+         "A NEEDED entry makes the loader map cuBLAS/cuBLASLt/cuDNN with the candidate.",
          _LIBRARY_FAMILIES, banned_needed),
-    Rule("banned_undefined_symbols", "The candidate calls cuBLAS/cuBLASLt/cuDNN functions that another object supplies.",
+    Rule("banned_undefined_symbols",
+         "The candidate calls cuBLAS/cuBLASLt/cuDNN functions that another object supplies.",
          _LIBRARY_FAMILIES, banned_undefined_symbols),
-    Rule("banned_static_symbols", "The candidate defines cuBLAS/cuBLASLt/cuDNN API symbols: the library is linked in.",
+    Rule("banned_static_symbols",
+         "The candidate defines cuBLAS/cuBLASLt/cuDNN API symbols: the library is linked in.",
          _LIBRARY_FAMILIES, banned_static_symbols),
-    Rule("banned_static_markers", "Status or environment-variable strings only the library itself carries: linked in, symbols hidden.",
+    Rule("banned_static_markers",
+         "Status or environment-variable strings only the library carries: linked in with symbols hidden.",
          _LIBRARY_FAMILIES, banned_static_markers),
-    Rule("dlopen_hint", "A cheap static hint of a run-time load: dlopen/dlsym referenced next to a banned library or symbol name.",
+    Rule("dlopen_hint",
+         "A cheap static hint of a run-time load: dlopen/dlsym referenced next to a banned library or symbol name.",
          _LIBRARY_FAMILIES, dlopen_hint),
 )
 

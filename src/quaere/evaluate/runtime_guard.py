@@ -41,9 +41,15 @@ class RuntimeRule:
     rationale: str
 
 
-RUNTIME_DLOPEN = RuntimeRule("runtime_dlopen", "The candidate called dlopen/dlmopen on a banned library while it ran.")
-RUNTIME_DLSYM = RuntimeRule("runtime_dlsym", "The candidate looked up a banned library's symbol with dlsym while it ran.")
-RUNTIME_MAPPING = RuntimeRule("runtime_mapping", "A banned library was mapped into the worker during the candidate's first call.")
+RUNTIME_DLOPEN = RuntimeRule(
+    "runtime_dlopen", "The candidate called dlopen/dlmopen on a banned library while it ran."
+)
+RUNTIME_DLSYM = RuntimeRule(
+    "runtime_dlsym", "The candidate looked up a banned library's symbol with dlsym while it ran."
+)
+RUNTIME_MAPPING = RuntimeRule(
+    "runtime_mapping", "A banned library was mapped into the worker during the candidate's first call."
+)
 RUNTIME_RULES: tuple[RuntimeRule, ...] = (RUNTIME_DLOPEN, RUNTIME_DLSYM, RUNTIME_MAPPING)
 
 

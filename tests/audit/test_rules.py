@@ -1,0 +1,140 @@
+"""Every static audit rule rejects its fixture, and the clean kernel passes them all.
+
+Each rejection is asserted by the rule's *name*, so removing a rule from ``RULES`` fails its test; a
+coverage test makes sure every rule in the table has a fixture here.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from quaere.evaluate.audit import (
+    MAX_FINDINGS_PER_RULE,
+    RULES,
+    ArtifactFacts,
+    audit_build,
+    audit_facts,
+    collect_facts,
+    rules_table,
+    run_audit,
+)
+from quaere.evaluate.audit_facts import HostSymbol
+from quaere.evaluate.families import UnknownFamily
+from quaere.records import BuildResult, BuildStatus
+
+from .conftest import ALL_BANNED
+
+# (fixture, is CUDA, rule it must trip, a word its evidence must contain)
+REJECTIONS = [
+    ("cutlass_kernel", True, "cutlass_cute_headers", "cutlass/gemm.h"),
+    ("cutlass_kernel", True, "cutlass_cute_host_symbols", "cutlass::scale_kernel"),
+    ("cute_device", True, "cutlass_cute_device_symbols", "cute::twice"),
+    ("needs_cublas", False, "banned_needed", "libcublas.so.13"),
+    ("needs_cublas", False, "banned_undefined_symbols", "cublasCreate_v2"),
+    ("static_cublas", False, "banned_static_symbols", "cublasGemmEx"),
+    ("marker_cublas", False, "banned_static_markers", "CUBLAS_STATUS_"),
+    ("dlopen_cublas", False, "dlopen_hint", "libcublas.so.13"),
+]
+
+
+def _facts(built, built_cuda, name: str, cuda: bool) -> ArtifactFacts:
+    item = (built_cuda if cuda else built)[name]
+    return collect_facts(item.artifact, item.headers)
+
+
+def test_every_rule_has_a_rejecting_fixture() -> None:
+    assert {r.name for r in RULES} == {rule for _, _, rule, _ in REJECTIONS}
+    assert [name for name, _ in rules_table()][: len(RULES)] == [r.name for r in RULES]
+
+
+@pytest.mark.parametrize(("fixture", "cuda", "rule", "word"), REJECTIONS, ids=[r[2] for r in REJECTIONS])
+def test_rule_rejects_its_fixture(request, fixture: str, cuda: bool, rule: str, word: str) -> None:
+    built = request.getfixturevalue("built")
+    built_cuda = request.getfixturevalue("built_cuda") if cuda else {}
+    facts = _facts(built, built_cuda, fixture, cuda)
+    hits = [f for f in audit_facts(facts, ALL_BANNED) if f.rule == rule]
+    assert hits, f"{rule} did not reject {fixture}"
+    assert any(word in f.evidence for f in hits), [f.evidence for f in hits]
+    assert all(f.rationale == dict(rules_table())[rule] for f in hits)
+
+
+def test_clean_cuda_kernel_passes_every_rule(built_cuda) -> None:
+    clean = built_cuda["clean"]
+    facts = collect_facts(clean.artifact, clean.headers)
+    # The acceptance means something only if the evidence was gathered: cubin symbols were read.
+    assert facts.has_device_code and any("scale_kernel" in s for s in facts.device_symbols)
+    assert any(h.endswith("cuda_runtime.h") for h in facts.included_headers)  # nvcc's own headers were seen
+    assert facts.missing_tools == () and facts.notes == ()
+    assert audit_facts(facts, ALL_BANNED) == ()
+
+
+def test_clean_host_artifact_needs_no_cuda_tools(built) -> None:
+    facts = collect_facts(built["clean_host"].artifact, ())
+    assert not facts.has_device_code and facts.device_symbols == ()
+    assert facts.missing_tools == () and any(s.name == "run" for s in facts.dynamic_symbols)
+    assert audit_facts(facts, ALL_BANNED) == ()
+
+
+def test_device_rule_is_the_only_witness_of_a_stripped_cute_kernel(built_cuda) -> None:
+    item = built_cuda["cute_device"]
+    rules = {f.rule for f in audit_facts(collect_facts(item.artifact, item.headers), ALL_BANNED)}
+    assert rules == {"cutlass_cute_device_symbols"}
+
+
+def test_audit_build_runs_on_a_build_result(built_cuda) -> None:
+    item = built_cuda["cutlass_kernel"]
+    build = BuildResult(status=BuildStatus.OK, command="nvcc ...", artifact=str(item.artifact),
+                        log_tail="", included_headers=item.headers, duration_s=1.0)
+    assert {"cutlass_cute_headers", "cutlass_cute_host_symbols", "cutlass_cute_device_symbols"} <= {
+        f.rule for f in audit_build(build, ALL_BANNED)
+    }
+    # Banning only the cuBLAS family leaves a CUTLASS kernel alone: rules apply to the task's list.
+    assert audit_build(build, ("cublas",)) == ()
+
+
+def test_failed_build_is_audited_on_its_headers_only() -> None:
+    build = BuildResult(status=BuildStatus.BUILD_FAILED, command="nvcc ...", artifact="", log_tail="error",
+                        included_headers=("/opt/cutlass/include/cute/tensor.hpp",), duration_s=0.1)
+    report = run_audit(build, ALL_BANNED)
+    assert {f.rule for f in report.findings} == {"cutlass_cute_headers"}
+    assert report.notes and not report.complete
+
+
+def test_missing_tools_are_recorded_not_raised(built, tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))  # no nm, readelf or c++filt
+    facts = collect_facts(built["needs_cublas"].artifact, ())
+    assert {"nm -C -D", "nm -C", "readelf -d"} <= set(facts.missing_tools)
+    assert facts.dynamic_symbols == () and facts.needed == ()
+
+
+def _facts_with(symbols=(), device=(), strings=(), headers=()) -> ArtifactFacts:
+    return ArtifactFacts(artifact="x.so", included_headers=headers, dynamic_symbols=tuple(symbols),
+                         device_symbols=device, data_strings=strings)
+
+
+def test_families_are_matched_exactly() -> None:
+    facts = _facts_with(
+        symbols=[HostSymbol("cublasLtMatmul", "U", False), HostSymbol("std::execute::run()", "T", True)],
+        device=("ns::execute::step(float)",),
+        headers=("/src/execute/x.h", "/src/mycutlass_like.h"),
+    )
+    assert audit_facts(facts, ("cutlass", "cute", "cublas", "cudnn")) == ()  # cuBLASLt is its own family
+    assert [f.rule for f in audit_facts(facts, ("cublaslt",))] == ["banned_undefined_symbols"]
+
+
+def test_dlopen_hint_needs_both_a_loader_and_a_name() -> None:
+    name_only = _facts_with(strings=("libcudnn.so.9",))
+    assert audit_facts(name_only, ("cudnn",)) == ()
+    both = _facts_with(symbols=[HostSymbol("dlopen@GLIBC_2.34", "U", False)], strings=("load 'libcudnn.so.9'",))
+    assert [f.rule for f in audit_facts(both, ("cudnn",))] == ["dlopen_hint"]
+
+
+def test_findings_per_rule_are_capped() -> None:
+    many = _facts_with(symbols=[HostSymbol(f"cudnnOp{i}", "T", True) for i in range(30)])
+    findings = audit_facts(many, ("cudnn",))
+    assert len(findings) == MAX_FINDINGS_PER_RULE + 1 and findings[-1].evidence == "... and 20 more"
+
+
+def test_unknown_family_is_refused() -> None:
+    with pytest.raises(UnknownFamily, match="cuFFT"):
+        audit_facts(_facts_with(), ("cuFFT",))
