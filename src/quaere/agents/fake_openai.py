@@ -1,0 +1,197 @@
+"""A scripted stand-in for an OpenAI-compatible chat-completions endpoint, on 127.0.0.1.
+
+It plays a script of assistant replies (text, ``bash``-style tool calls) to any client whose base URL
+points at it, as one JSON ``chat.completion`` or, when the request asks ``stream: true``, as
+``chat.completion.chunk`` Server-Sent Events ending in ``data: [DONE]`` — the two shapes vLLM, ollama and
+hosted endpoints serve. Every request is recorded so a test can check what the client sent next (a Stop
+hook's reason, a question after a tool result). A reply may be a function of the request.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One assistant message: optional text and tool calls ``(name, arguments)``."""
+
+    content: str | None = None
+    tool_calls: tuple[tuple[str, dict[str, Any]], ...] = ()
+
+    @classmethod
+    def text(cls, content: str) -> Reply:
+        return cls(content=content)
+
+    @classmethod
+    def bash(cls, command: str, content: str | None = None) -> Reply:
+        return cls(content=content, tool_calls=(("bash", {"command": command}),))
+
+
+ReplySource = Reply | Callable[[dict[str, Any]], Reply]
+
+
+@dataclass
+class _State:
+    script: list[ReplySource]
+    fallback: Reply
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    position: int = 0
+    ids: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def next_reply(self, body: dict[str, Any]) -> tuple[Reply, int]:
+        with self.lock:
+            source = self.script[self.position] if self.position < len(self.script) else self.fallback
+            self.position += 1
+            self.ids += 1
+            number = self.ids
+        return (source(body) if callable(source) else source), number
+
+
+def _completion(reply: Reply, number: int, model: str) -> dict[str, Any]:
+    calls = [
+        {"id": f"call_fake_{number}_{i}", "type": "function",
+         "function": {"name": name, "arguments": json.dumps(arguments)}}
+        for i, (name, arguments) in enumerate(reply.tool_calls)
+    ]
+    message: dict[str, Any] = {"role": "assistant", "content": reply.content}
+    if calls:
+        message["tool_calls"] = calls
+    return {
+        "id": f"chatcmpl-fake-{number}", "object": "chat.completion", "created": int(time.time()), "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop"}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+    }
+
+
+def _chunks(completion: dict[str, Any]) -> list[dict[str, Any]]:
+    """The same answer cut into stream chunks: role, text, each tool call (name then arguments), finish."""
+    choice = completion["choices"][0]
+    message = choice["message"]
+    deltas: list[dict[str, Any]] = [{"role": "assistant", "content": ""}]
+    text = message.get("content") or ""
+    deltas += [{"content": text[i : i + 16]} for i in range(0, len(text), 16)]
+    for index, call in enumerate(message.get("tool_calls", [])):
+        head = {"index": index, "id": call["id"], "type": "function",
+                "function": {"name": call["function"]["name"], "arguments": ""}}
+        arguments = call["function"]["arguments"]
+        deltas.append({"tool_calls": [head]})
+        deltas += [{"tool_calls": [{"index": index, "function": {"arguments": arguments[i : i + 24]}}]}
+                   for i in range(0, len(arguments), 24)]
+    base = {k: completion[k] for k in ("id", "created", "model")} | {"object": "chat.completion.chunk"}
+    chunks = [base | {"choices": [{"index": 0, "delta": d, "finish_reason": None}]} for d in deltas]
+    chunks.append(base | {"choices": [{"index": 0, "delta": {}, "finish_reason": choice["finish_reason"]}]})
+    return chunks
+
+
+class _Handler(BaseHTTPRequestHandler):
+    state: _State
+    model = "fake-model"
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the stdlib's name
+        """Silent: tests read ``requests``."""
+
+    def _send_json(self, status: int, payload: dict[str, Any]) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
+        if self.path.rstrip("/").endswith("/models"):
+            self._send_json(200, {"object": "list", "data": [{"id": self.model, "object": "model", "owned_by": "fake"}]})
+        else:
+            self._send_json(404, {"error": {"message": f"no route GET {self.path}", "type": "not_found"}})
+
+    def do_POST(self) -> None:  # noqa: N802
+        length = int(self.headers.get("Content-Length") or 0)
+        try:
+            body = json.loads(self.rfile.read(length) or b"{}")
+        except json.JSONDecodeError:
+            self._send_json(400, {"error": {"message": "body is not JSON", "type": "invalid_request_error"}})
+            return
+        if not self.path.split("?")[0].rstrip("/").endswith("/chat/completions") or not isinstance(body, dict):
+            self._send_json(404, {"error": {"message": f"no route POST {self.path}", "type": "not_found"}})
+            return
+        with self.state.lock:
+            self.state.requests.append(body)
+        reply, number = self.state.next_reply(body)
+        completion = _completion(reply, number, str(body.get("model", self.model)))
+        if not body.get("stream"):
+            self._send_json(200, completion)
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.end_headers()
+        for chunk in _chunks(completion):
+            self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+        self.wfile.write(b"data: [DONE]\n\n")
+        self.wfile.flush()
+
+
+class ScriptedOpenAIServer:
+    """Serves ``script`` on 127.0.0.1; ``base_url`` ends in ``/v1`` as the ``openai`` client expects.
+
+    ``requests`` holds every chat-completions body received, in order; when the script runs out,
+    ``fallback`` is played (by default a plain answer without a tool call: a stop attempt).
+    """
+
+    def __init__(self, script: Sequence[ReplySource], *, fallback: Reply | None = None) -> None:
+        self._state = _State(script=list(script), fallback=fallback or Reply.text("(script exhausted)"))
+        handler = type("_BoundHandler", (_Handler,), {"state": self._state})
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._server.daemon_threads = True
+        self._thread: threading.Thread | None = None
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    @property
+    def requests(self) -> list[dict[str, Any]]:
+        with self._state.lock:
+            return list(self._state.requests)
+
+    @property
+    def replies_played(self) -> int:
+        with self._state.lock:
+            return self._state.position
+
+    def start(self) -> ScriptedOpenAIServer:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._server.serve_forever, name="fake-openai", daemon=True)
+            self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._thread is not None:
+            self._server.shutdown()
+            self._thread.join(timeout=5)
+            self._thread = None
+        self._server.server_close()
+
+    def __enter__(self) -> ScriptedOpenAIServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def last_user_text(body: dict[str, Any]) -> str:
+    """Text of the last user or tool message of a request (where hook feedback and questions arrive)."""
+    for message in reversed(body.get("messages", [])):
+        if message.get("role") in ("user", "tool"):
+            content = message.get("content")
+            return content if isinstance(content, str) else json.dumps(content)
+    return ""

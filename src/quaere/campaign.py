@@ -1,0 +1,257 @@
+"""A campaign: a generalist agent, many sessions, questions at moments, a goal it cannot talk past.
+
+``run_campaign`` creates the workspace from the task (or opens it), then runs sessions until the goal is
+met or a budget (sessions, tool calls, wall time, cost, Stop-hook blocks) is spent. The evaluator is the
+only judge: the agent runs ``quaere eval`` itself, and the Stop hook checks the goal on the ledger. The
+first prompt carries the campaign-start question; the post-tool and Stop hooks ask the others.
+
+Everything that happens goes to ``.quaere/trace.jsonl`` (append-only, fsynced); where the loop stands goes
+to ``.quaere/campaign.json`` (rewritten atomically). Interrupted by Ctrl-C, a crash or a killed process,
+``run_campaign(..., resume=True)`` closes the interrupted session with ``session_end: interrupted`` and
+carries on: nothing written before is ever rewritten, so the trace of the first run is a prefix of the
+trace after the resume.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from quaere.agents.base import Agent, EndReason, SessionOutcome
+from quaere.agents.config import CampaignConfig
+from quaere.agents.display import CampaignView, Display, NullDisplay, best_by_group
+from quaere.agents.session import Counters, Limits, SessionHooks
+from quaere.agents.state import CampaignState, CampaignStatus, StateError, load_state, save_state
+from quaere.goal import render_goal
+from quaere.hook_state import HookBudget, update_state
+from quaere.hooks import HookDeps, MomentDetector, QuestionPicker, current_goal
+from quaere.task import Task, load_task
+from quaere.trace import (
+    AgentMessage, BudgetSpent, ErrorEvent, EvaluationDone, QuestionAsked, SessionEnd, SessionStart, ToolCall,
+    TraceWriter, read_trace,
+)
+from quaere.workspace import Workspace, WorkspaceError, create_workspace, open_workspace
+
+MAX_ERRORS_IN_A_ROW = 3  # sessions failing one after another (an unreachable API): stop, resumable
+
+
+@dataclass(frozen=True)
+class CampaignResult:
+    """How a run of the campaign ended."""
+
+    reason: str  # goal_met, a budget's name (sessions, tool_calls, wall_s, cost_usd, blocks), interrupted, error
+    sessions: int
+    tool_calls: int
+    wall_s: float
+    cost_usd: float
+    workspace: Path
+
+
+def opening_message(task: Task, workspace: Workspace, session: int, goal_text: str) -> str:
+    """What the agent reads first in a session: the task, the judge, the goal, and where it stands."""
+    targets = "; ".join(
+        f"{t.ratio:g}x faster than '{t.baseline}' on every benchmark scenario matching '{t.scenarios}'"
+        for t in task.spec.goal.targets
+    )
+    head = (
+        f"Task '{task.spec.name}': {task.spec.description.strip()}\n"
+        f"The candidate kernel is {workspace.candidate_name} in this folder; make it faster while keeping it "
+        f"correct. Run `quaere eval` here to build, check and time it: the evaluator is the only judge. "
+        f"Goal: every correctness scenario passes and the candidate is {targets}. "
+        f"You work alone; when you believe the goal is met, stop, and quaere will check it."
+    )
+    if session <= 1:
+        return head
+    return f"{head}\n\nThis is session {session} of the campaign. Where things stand:\n{goal_text}"
+
+
+class _Run:
+    """One run (first start or a resume) of a campaign; holds the counters between sessions."""
+
+    def __init__(self, config: CampaignConfig, task: Task, workspace: Workspace, state: CampaignState,
+                 agent: Agent, deps: HookDeps, display: Display, clock: Callable[[], float]) -> None:
+        self.config, self.task, self.ws, self.state, self.agent = config, task, workspace, state, agent
+        self.deps, self.display, self.clock = deps, display, clock
+        self.writer = TraceWriter(workspace.trace, secrets=config.secret_values())
+        self.started = clock()
+        self.counters = Counters(tool_calls=state.tool_calls, cost_usd=state.cost_usd)
+        self.session = state.sessions_started
+        self.last_activity = ""
+
+    def wall_s(self) -> float:
+        return self.state.wall_s_before + (self.clock() - self.started)
+
+    def save(self) -> None:
+        self.state.tool_calls = self.counters.tool_calls
+        self.state.cost_usd = self.counters.cost_usd
+        self.state.wall_s = self.wall_s()
+        save_state(self.ws.campaign_state, self.state)
+
+    def changed(self) -> None:
+        self.save()
+        events = read_trace(self.ws.trace).events
+        questions = [e for e in events if isinstance(e, QuestionAsked)]
+        evaluations = [e for e in events if isinstance(e, EvaluationDone)]
+        budgets = self.config.budgets
+        self.display.update(CampaignView(
+            task=self.task.spec.name, agent=self.agent.name, session=self.session, sessions_limit=budgets.sessions,
+            tool_calls=self.counters.tool_calls, tool_calls_limit=budgets.tool_calls, wall_s=self.wall_s(),
+            cost_usd=self.counters.cost_usd, evaluations=len(evaluations), best_by_group=best_by_group(evaluations),
+            last_question=questions[-1].text if questions else "",
+            last_activity=_activity(events[-1]) if events else "",
+            status=self.counters.spent or self.state.status.value,
+        ))
+
+    def spent_between_sessions(self) -> str:
+        """A budget that forbids another session (writing its ``budget`` event), else ""."""
+        if self.counters.spent:
+            return self.counters.spent
+        budgets = self.config.budgets
+        wall_limit = budgets.wall_min * 60 if budgets.wall_min is not None else None
+        checks = (("sessions", budgets.sessions, float(self.state.sessions_started)),
+                  ("tool_calls", budgets.tool_calls, float(self.counters.tool_calls)),
+                  ("wall_s", wall_limit, self.wall_s()),
+                  ("cost_usd", budgets.cost_usd, self.counters.cost_usd))
+        for name, limit, used in checks:
+            if limit is not None and used >= limit:
+                self.writer.write(BudgetSpent(session=self.session, budget=name, limit=float(limit), used=used))
+                self.counters.spent = name
+                return name
+        return ""
+
+    def run(self) -> CampaignResult:
+        errors = 0
+        while True:
+            status, _ = current_goal(self.deps)
+            if status.met:
+                return self.finish("goal_met")
+            spent = self.spent_between_sessions()
+            if spent:
+                return self.finish(spent)
+            outcome = self.one_session(render_goal(status, time.time()))
+            errors = errors + 1 if outcome.reason is EndReason.ERROR else 0
+            if errors >= MAX_ERRORS_IN_A_ROW:
+                self.save()
+                return self.result("error")
+
+    def one_session(self, goal_text: str) -> SessionOutcome:
+        session_id = f"quaere-{self.config.agent}-{self.state.sessions_started + 1}"
+        hook_state = update_state(self.ws.state, lambda s: s.sessions.append(session_id) if session_id not in s.sessions else None)
+        self.session = hook_state.sessions.index(session_id) + 1
+        self.state.sessions_started += 1
+        self.state.session_open = True
+        self.writer.write(SessionStart(session=self.session, agent=self.agent.name))
+        opening = opening_message(self.task, self.ws, self.state.sessions_started, goal_text)
+        self.writer.write(AgentMessage(session=self.session, role="user", text=opening))
+        self.changed()
+        hooks = SessionHooks(
+            session=self.session, session_id=session_id, deps=self.deps, writer=self.writer, counters=self.counters,
+            limits=Limits(self.config.budgets.tool_calls,
+                          self.config.budgets.wall_min * 60 if self.config.budgets.wall_min else None),
+            wall_s=self.wall_s, on_change=self.changed,
+        )
+        try:
+            outcome = self.agent.run_session(self.ws.root, opening, hooks)
+        except KeyboardInterrupt:
+            self.end_session("interrupted")
+            raise
+        self.counters.cost_usd += outcome.cost_usd or 0.0
+        if outcome.reason is EndReason.ERROR:
+            self.writer.write(ErrorEvent(session=self.session, where=f"agent:{self.agent.name}", message=outcome.detail))
+        self.end_session(outcome.reason.value)
+        return outcome
+
+    def end_session(self, reason: str) -> None:
+        self.writer.write(SessionEnd(session=self.session, reason=reason))
+        self.state.session_open = False
+        self.changed()
+
+    def finish(self, reason: str) -> CampaignResult:
+        self.state.status = CampaignStatus.FINISHED
+        self.state.finished_reason = reason
+        self.changed()
+        return self.result(reason)
+
+    def result(self, reason: str) -> CampaignResult:
+        return CampaignResult(reason, self.state.sessions_started, self.counters.tool_calls, self.wall_s(),
+                              self.counters.cost_usd, self.ws.root)
+
+
+def _activity(event: object) -> str:
+    text = getattr(event, "text", None) or getattr(event, "input", None) or getattr(event, "reason", None) or ""
+    return f"{getattr(event, 'type', '?')}: {str(text).splitlines()[0] if text else ''}"
+
+
+def prepare_workspace(config: CampaignConfig, task: Task, resume: bool) -> tuple[Workspace, CampaignState]:
+    """Create the workspace and a fresh state, or open both for a resume (closing an interrupted session)."""
+    if not resume:
+        if (config.workspace / ".quaere" / "campaign.json").exists():
+            raise StateError(f"{config.workspace}: a campaign already exists here; resume it with --resume")
+        try:
+            workspace = open_workspace(config.workspace) if (config.workspace / ".quaere" / "workspace.toml").exists() \
+                else create_workspace(config.workspace, task.spec.name, task.initial_kernel)
+        except WorkspaceError as exc:
+            raise StateError(str(exc)) from None
+        if workspace.root.resolve() != config.workspace.resolve():
+            raise StateError(f"{config.workspace}: inside another workspace ({workspace.root})")
+        return workspace, CampaignState(config=config.persistable(), runs=1)
+    workspace = open_workspace(config.workspace)
+    state = load_state(workspace.campaign_state)
+    events = read_trace(workspace.trace).events
+    state.tool_calls = sum(1 for e in events if isinstance(e, ToolCall) and e.session > 0)
+    if state.session_open:
+        last = max((e.session for e in events), default=state.sessions_started)
+        TraceWriter(workspace.trace, secrets=config.secret_values()).write(SessionEnd(session=last, reason="interrupted"))
+        state.session_open = False
+    state.status = CampaignStatus.RUNNING
+    state.finished_reason = ""
+    state.wall_s_before = state.wall_s
+    state.runs += 1
+    state.config = config.persistable()
+    return workspace, state
+
+
+def hook_deps(config: CampaignConfig, workspace: Workspace, source: QuestionPicker | None,
+              moments: MomentDetector | None) -> HookDeps:
+    """The hook handlers' dependencies for a campaign: the real ledger, task, bank and detectors, the
+    campaign's block budget, and ``record_tool_events=False`` (the campaign traces tool calls itself)."""
+    from quaere.hook_install import Agent as HookDialect
+    from quaere.hook_wiring import build_deps
+
+    overrides: dict = dict(budget=HookBudget(max_blocks=config.budgets.max_blocks), record_tool_events=False,
+                           secrets=config.secret_values())
+    if source is not None:
+        overrides["questions"] = source
+    if moments is not None:
+        overrides["moments"] = moments
+    return build_deps(workspace, HookDialect.CLAUDE_CODE, **overrides)
+
+
+def run_campaign(
+    config: CampaignConfig,
+    agent: Agent,
+    source: QuestionPicker | None = None,
+    moments: MomentDetector | None = None,
+    *,
+    resume: bool = False,
+    display: Display | None = None,
+    clock: Callable[[], float] = time.monotonic,
+) -> CampaignResult:
+    """Run (or resume) the campaign described by ``config`` with ``agent``.
+
+    Questions come from ``source`` (None: a question queued with ``quaere ask``, else the bank's policy);
+    moments from ``moments`` (None: the five detectors of quaere.questions.moments).
+    Returns when the goal is met, a budget is spent, or sessions keep failing (then resumable). Ctrl-C
+    closes the session as interrupted, saves the state and re-raises ``KeyboardInterrupt``.
+    """
+    task = load_task(config.task)
+    workspace, state = prepare_workspace(config, task, resume)
+    save_state(workspace.campaign_state, state)
+    deps = hook_deps(config, workspace, source, moments)
+    view = display or NullDisplay()
+    try:
+        return _Run(config, task, workspace, state, agent, deps, view, clock).run()
+    finally:
+        view.close()
