@@ -59,6 +59,7 @@ class HookState(BaseModel):
     started_at: float | None = None
     campaign_start_asked: bool = False
     ledger_lines_seen: int = 0
+    transcript_lines: dict[str, int] = Field(default_factory=dict, description="Lines of each transcript read.")
     asked_moments: list[str] = Field(default_factory=list, description="'<moment>@<ledger line>' already answered.")
     installs: dict[str, InstallRecord] = Field(default_factory=dict, description="By agent name.")
 

@@ -14,7 +14,6 @@ counted against the block budget (:func:`broken_answer`).
 from __future__ import annotations
 
 import json
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -24,8 +23,10 @@ from typing import Any, Literal, Protocol
 from quaere.goal import (
     GoalState, GoalStatus, Retimer, check_goal, check_goal_with_retime, is_timing_only, render_goal,
 )
+from quaere.hook_answers import HookAnswer, allow_answer, block_answer, broken_answer, context_answer
 from quaere.hook_install import Agent
-from quaere.hook_state import HookBudget, HookState, HookStateError, read_state, update_state
+from quaere.hook_state import HookBudget, HookState, read_state, update_state
+from quaere.hook_transcript import new_assistant_texts
 from quaere.records import Evaluation, Moment, QuestionKind
 from quaere.task.spec import TaskSpec
 from quaere.trace import (
@@ -35,17 +36,6 @@ from quaere.trace import (
 from quaere.workspace import Workspace, content_hash
 
 POST_TOOL_MOMENTS = (Moment.SUSPICIOUS_GAIN, Moment.PLATEAU, Moment.EXPLAINED_FAILURE)
-ERROR_BLOCK_LIMIT = 3  # blocks for a broken set-up when no workspace holds a budget
-
-
-@dataclass(frozen=True)
-class HookAnswer:
-    """What the hook command prints (JSON on stdout, a note on stderr) and its exit code."""
-
-    output: dict[str, Any] | None
-    exit_code: int = 0
-    stderr: str = ""
-    decision: Literal["block", "allow", "none"] = "none"
 
 
 @dataclass(frozen=True)
@@ -94,25 +84,6 @@ class HookDeps:
     @property
     def trace(self) -> TraceWriter:
         return TraceWriter(self.workspace.trace, secrets=self.secrets)
-
-
-# -- answers in each agent's dialect --------------------------------------------------------------------
-
-def _block(agent: Agent, reason: str, stderr: str = "") -> HookAnswer:
-    if agent is Agent.OPENHANDS:  # OpenHands blocks a stop on exit code 2 (and reads "deny")
-        return HookAnswer({"decision": "deny", "reason": reason}, 2, stderr or reason, "block")
-    return HookAnswer({"decision": "block", "reason": reason}, 0, stderr, "block")
-
-
-def _allow(message: str, stderr: str = "") -> HookAnswer:
-    return HookAnswer({"systemMessage": message}, 0, stderr, "allow")
-
-
-def _context(agent: Agent, event: str, text: str) -> HookAnswer:
-    output: dict[str, Any] = {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
-    if agent is Agent.OPENHANDS:
-        output["additionalContext"] = text
-    return HookAnswer(output)
 
 
 # -- Stop -------------------------------------------------------------------------------------------------
@@ -167,14 +138,14 @@ def handle_stop(payload: dict[str, Any], deps: HookDeps) -> HookAnswer:
     if status.met:
         reason = render_goal(status, now)
         deps.trace.write(StopDecision(session=session, decision="allow", reason=reason, goal_status="met"))
-        return _allow(reason, note)
+        return allow_answer(reason, note)
     spent = state.budget_spent(now)
     if spent is not None:
         budget, limit, used = spent
         deps.trace.write(BudgetSpent(session=session, budget=budget, limit=limit, used=used))
         reason = f"quaere: {budget} budget spent ({used:g} of {limit:g}); stopping with the goal {status.state.value}."
         deps.trace.write(StopDecision(session=session, decision="allow", reason=reason, goal_status="budget_spent"))
-        return _allow(reason + "\n" + render_goal(status, now), note)
+        return allow_answer(reason + "\n" + render_goal(status, now), note)
     picked = _ask(deps, Moment.CLAIMED_LIMIT, render_goal(status, now), session)
     reason = render_goal(status, now)
     if problems:
@@ -183,44 +154,7 @@ def handle_stop(payload: dict[str, Any], deps: HookDeps) -> HookAnswer:
         reason += f"\n\nQuestion: {picked.text}"
     update_state(deps.workspace.state, lambda s: setattr(s, "blocks", s.blocks + 1))
     deps.trace.write(StopDecision(session=session, decision="block", reason=reason, goal_status=status.state.value))
-    return _block(deps.agent, reason, note)
-
-
-def broken_answer(event: str, message: str, agent: Agent, state_dir: Path | None, session_id: str = "") -> HookAnswer:
-    """The safe answer when the hook cannot judge (bad input, no workspace, unreadable state).
-
-    Stop: block with the explanation, counted against the block budget (the workspace's, else a small one
-    kept in the temp folder per session) so a broken set-up never traps the agent. Other events: no
-    answer. Always a clear message on stderr.
-    """
-    text = f"quaere hook {event}: {message}"
-    if event != "Stop":
-        return HookAnswer(None, 0, text)
-    used, limit = _count_error_block(state_dir, session_id)
-    if used > limit:
-        return _allow(f"{text}. The error budget ({limit} blocks) is spent: letting the agent stop.", text)
-    reason = f"{text}. The goal could not be checked, so stopping is not accepted yet (block {used} of {limit}); fix the set-up (run `quaere goal` to see the problem)."
-    return _block(agent, reason, text)
-
-
-def _count_error_block(state_dir: Path | None, session_id: str) -> tuple[int, int]:
-    if state_dir is not None and state_dir.is_dir():
-        try:
-            state = update_state(state_dir, lambda s: setattr(s, "blocks", s.blocks + 1))
-            return state.blocks, state.budget.max_blocks
-        except (HookStateError, OSError):
-            pass  # fall through to the per-session counter: the state itself is what is broken
-    key = "".join(c for c in session_id if c.isalnum() or c in "-_")[:64] or "no-session"
-    path = Path(tempfile.gettempdir()) / f"quaere-hook-errors-{key}.json"
-    try:
-        used = int(json.loads(path.read_text()).get("blocks", 0)) + 1
-    except (OSError, ValueError, AttributeError):
-        used = 1
-    try:
-        path.write_text(json.dumps({"blocks": used}))
-    except OSError:
-        used = ERROR_BLOCK_LIMIT + 1  # cannot count: never risk trapping the agent
-    return used, ERROR_BLOCK_LIMIT
+    return block_answer(deps.agent, reason, note)
 
 
 # -- PostToolUse ----------------------------------------------------------------------------------------
@@ -231,7 +165,24 @@ def _ran_eval(payload: dict[str, Any]) -> bool:
     return isinstance(command, str) and "quaere eval" in command
 
 
+def _record_words(payload: dict[str, Any], deps: HookDeps, session: int) -> None:
+    """What the model said since the last hook, from the transcript (the explained-failure detector reads it)."""
+    path = payload.get("transcript_path")
+    if not isinstance(path, str) or not path:
+        return
+    texts: list[str] = []
+
+    def advance(state: HookState) -> None:
+        found, state.transcript_lines[path] = new_assistant_texts(Path(path), state.transcript_lines.get(path, 0))
+        texts.extend(found)
+
+    update_state(deps.workspace.state, advance)
+    for text in texts:
+        deps.trace.write(AgentMessage(session=session, role="assistant", text=cut(text)[0]))
+
+
 def _record_tool(payload: dict[str, Any], deps: HookDeps, session: int) -> None:
+    _record_words(payload, deps, session)
     call_id = str(payload.get("tool_use_id") or "")
     text_in = json.dumps(payload.get("tool_input"), default=str)
     deps.trace.write(ToolCall(session=session, call_id=call_id, tool=str(payload.get("tool_name") or "?"),
@@ -289,7 +240,7 @@ def handle_post_tool(payload: dict[str, Any], deps: HookDeps) -> HookAnswer:
     update_state(deps.workspace.state, remember)
     if picked is None:
         return HookAnswer(None, 0, note)
-    answer = _context(deps.agent, "PostToolUse", f"Question: {picked.text}")
+    answer = context_answer(deps.agent, "PostToolUse", f"Question: {picked.text}")
     return HookAnswer(answer.output, 0, note, "none")
 
 
@@ -319,7 +270,7 @@ def handle_prompt(payload: dict[str, Any], deps: HookDeps) -> HookAnswer:
     picked = _ask(deps, Moment.CAMPAIGN_START, "campaign start", session)
     if picked is None:
         return HookAnswer(None)
-    return _context(deps.agent, "UserPromptSubmit", f"Question: {picked.text}")
+    return context_answer(deps.agent, "UserPromptSubmit", f"Question: {picked.text}")
 
 
 def record_error(deps: HookDeps, where: str, message: str) -> None:

@@ -189,3 +189,19 @@ def test_post_tool_writes_evaluation_summaries_when_asked(ws):
     handle_post_tool(post_payload(), deps)
     handle_post_tool(post_payload(), deps)
     assert len(events(ws, "evaluation")) == 2
+
+
+def test_post_tool_records_the_models_words_from_the_transcript(ws, tmp_path):
+    transcript = tmp_path / "t.jsonl"
+    lines = [
+        {"type": "user", "message": {"role": "user", "content": "go"}},
+        {"type": "assistant", "message": {"content": [{"type": "text", "text": "The c2 failure is only rounding."},
+                                                       {"type": "tool_use", "name": "Bash", "input": {}}]}},
+    ]
+    transcript.write_text("".join(json.dumps(line) + "\n" for line in lines) + '{"type": "assist')  # torn tail
+    payload = dict(post_payload("ls"), transcript_path=str(transcript))
+    deps = deps_for(ws)
+    handle_post_tool(payload, deps)
+    handle_post_tool(payload, deps)  # nothing new: not recorded twice
+    said = [e.text for e in events(ws, "message") if e.role == "assistant"]
+    assert said == ["The c2 failure is only rounding."]

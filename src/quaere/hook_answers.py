@@ -1,0 +1,88 @@
+"""What the hook commands answer, in each agent's dialect, and the safe answer when nothing can be judged.
+
+Claude Code and Codex block a stop with ``{"decision": "block", "reason": ...}`` on exit 0; OpenHands with
+exit code 2 (and ``"decision": "deny"``). Extra context goes in ``hookSpecificOutput.additionalContext``
+(OpenHands reads a top-level ``additionalContext``). An allowed stop carries a ``systemMessage`` for the
+person watching.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from quaere.hook_install import Agent
+from quaere.hook_state import HookStateError, update_state
+
+ERROR_BLOCK_LIMIT = 3  # blocks for a broken set-up when no workspace holds a budget
+
+
+@dataclass(frozen=True)
+class HookAnswer:
+    """What the hook command prints (JSON on stdout, a note on stderr) and its exit code."""
+
+    output: dict[str, Any] | None
+    exit_code: int = 0
+    stderr: str = ""
+    decision: Literal["block", "allow", "none"] = "none"
+
+
+# -- answers in each agent's dialect --------------------------------------------------------------------
+
+def block_answer(agent: Agent, reason: str, stderr: str = "") -> HookAnswer:
+    if agent is Agent.OPENHANDS:  # OpenHands blocks a stop on exit code 2 (and reads "deny")
+        return HookAnswer({"decision": "deny", "reason": reason}, 2, stderr or reason, "block")
+    return HookAnswer({"decision": "block", "reason": reason}, 0, stderr, "block")
+
+
+def allow_answer(message: str, stderr: str = "") -> HookAnswer:
+    return HookAnswer({"systemMessage": message}, 0, stderr, "allow")
+
+
+def context_answer(agent: Agent, event: str, text: str) -> HookAnswer:
+    output: dict[str, Any] = {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
+    if agent is Agent.OPENHANDS:
+        output["additionalContext"] = text
+    return HookAnswer(output)
+
+
+def broken_answer(event: str, message: str, agent: Agent, state_dir: Path | None, session_id: str = "") -> HookAnswer:
+    """The safe answer when the hook cannot judge (bad input, no workspace, unreadable state).
+
+    Stop: block with the explanation, counted against the block budget (the workspace's, else a small one
+    kept in the temp folder per session) so a broken set-up never traps the agent. Other events: no
+    answer. Always a clear message on stderr.
+    """
+    text = f"quaere hook {event}: {message}"
+    if event != "Stop":
+        return HookAnswer(None, 0, text)
+    used, limit = _count_error_block(state_dir, session_id)
+    if used > limit:
+        return allow_answer(f"{text}. The error budget ({limit} blocks) is spent: letting the agent stop.", text)
+    reason = f"{text}. The goal could not be checked, so stopping is not accepted yet (block {used} of {limit}); fix the set-up (run `quaere goal` to see the problem)."
+    return block_answer(agent, reason, text)
+
+
+def _count_error_block(state_dir: Path | None, session_id: str) -> tuple[int, int]:
+    if state_dir is not None and state_dir.is_dir():
+        try:
+            state = update_state(state_dir, lambda s: setattr(s, "blocks", s.blocks + 1))
+            return state.blocks, state.budget.max_blocks
+        except (HookStateError, OSError):
+            pass  # fall through to the per-session counter: the state itself is what is broken
+    key = "".join(c for c in session_id if c.isalnum() or c in "-_")[:64] or "no-session"
+    path = Path(tempfile.gettempdir()) / f"quaere-hook-errors-{key}.json"
+    try:
+        used = int(json.loads(path.read_text()).get("blocks", 0)) + 1
+    except (OSError, ValueError, AttributeError):
+        used = 1
+    try:
+        path.write_text(json.dumps({"blocks": used}))
+    except OSError:
+        used = ERROR_BLOCK_LIMIT + 1  # cannot count: never risk trapping the agent
+    return used, ERROR_BLOCK_LIMIT
+
+
