@@ -206,3 +206,11 @@ def test_rerun_of_a_cuda_task_without_a_gpu_is_skipped_not_passed(bundle):
     fake = _FakeEvaluator(_ledger(bundle)[-1], device=False)
     assert rerun_final_kernel(bundle, fake).status is RerunStatus.NO_DEVICE
     assert fake.calls == []
+
+
+def test_rerun_of_a_task_that_does_not_load_fails_with_its_reason(bundle):
+    from quaere.report.rerun import QuaereEvaluator
+
+    outcome = rerun_final_kernel(bundle, QuaereEvaluator())
+    assert outcome.status is RerunStatus.FAILED
+    assert "task.py: missing required function" in outcome.detail

@@ -70,7 +70,7 @@ def verify(
     rerun: Annotated[bool, typer.Option("--rerun/--no-rerun", help="Re-run the evaluator on the final kernel.")] = True,
 ) -> None:
     """Re-check every hash of the bundle's manifest; re-run the evaluator on the final kernel where it can run."""
-    from quaere.report.rerun import EvaluatorUnavailable, QuaereEvaluator
+    from quaere.report.rerun import QuaereEvaluator
     from quaere.report.verify import BundleError, RerunStatus, check_manifest, rerun_final_kernel
 
     try:
@@ -84,11 +84,7 @@ def verify(
     typer.echo("manifest: every file matches its sha256")
     if not rerun:
         return
-    try:
-        outcome = rerun_final_kernel(bundle, QuaereEvaluator())
-    except EvaluatorUnavailable as exc:
-        typer.echo(f"re-run: unavailable ({exc})")
-        return
+    outcome = rerun_final_kernel(bundle, QuaereEvaluator())
     typer.echo(f"re-run: {outcome.status.value}: {outcome.detail}")
     if outcome.status is RerunStatus.FAILED:
         raise typer.Exit(1)

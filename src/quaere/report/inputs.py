@@ -10,10 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import ValidationError
-
-from quaere.jsonl import read_lines
-from quaere.records import Evaluation, QuestionKind
+from quaere.evaluate.ledger import read_ledger
+from quaere.records import Evaluation
 from quaere.report.campaign_report import DEFAULT_K, CampaignReport, build_report
 from quaere.report.churn import version_order
 from quaere.report.questions import Catalog, EntryClass
@@ -32,19 +30,6 @@ class CampaignInputs:
     final_hash: str | None
     """The workspace's current candidate if the ledger evaluated it, else the last evaluated one."""
     problems: tuple[str, ...]
-
-
-def read_evaluations(path: Path) -> tuple[tuple[Evaluation, ...], tuple[str, ...]]:
-    """Ledger records in file order, and a problem line for each that is not a valid Evaluation."""
-    raw = read_lines(path)
-    problems = [f"{path}:{n}: not JSON: {text[:80]!r}" for n, text in raw.bad_lines]
-    evaluations = []
-    for index, obj in enumerate(raw.objects, start=1):
-        try:
-            evaluations.append(Evaluation.model_validate(obj))
-        except ValidationError as exc:
-            problems.append(f"{path}: record {index}: {exc.errors()[0]['msg']}")
-    return tuple(evaluations), tuple(problems)
 
 
 def read_sources(folder: Path, hashes: tuple[str, ...]) -> dict[str, bytes]:
@@ -69,14 +54,15 @@ def final_candidate_hash(workspace: Workspace, evaluations: tuple[Evaluation, ..
 
 def load_inputs(workspace: Workspace) -> CampaignInputs:
     trace = read_trace(workspace.trace)
-    evaluations, ledger_problems = read_evaluations(workspace.ledger)
+    ledger = read_ledger(workspace.ledger)
+    evaluations = ledger.evaluations
     order = version_order(trace.events)
     return CampaignInputs(
         events=trace.events,
         evaluations=evaluations,
         sources=read_sources(workspace.candidates_dir, order),
         final_hash=final_candidate_hash(workspace, evaluations),
-        problems=trace.problems + ledger_problems,
+        problems=trace.problems + ledger.problems,
     )
 
 
@@ -102,14 +88,11 @@ def load_report(
 
 
 def bank_catalog() -> tuple[Catalog, tuple[str, ...]]:
-    """Classes of the shipped bank's entries; an empty catalog and a problem line if it cannot load."""
-    try:
-        from quaere.questions.bank import load_bank
-    except ImportError as exc:
-        return {}, (f"question bank not available ({exc}); bank questions are counted as 'not-in-bank'",)
+    """Classes of the shipped bank's entries; an empty catalog and a problem line if the bank does not load."""
+    from quaere.questions.bank import BankError, load_bank
+
     try:
         bank = load_bank()
-    except Exception as exc:  # a broken bank file must not stop the report; it is named instead
-        return {}, (f"question bank failed to load: {exc}",)
-    entries = getattr(bank, "entries", bank)
-    return {e.id: EntryClass(group=e.group, kind=QuestionKind(e.kind)) for e in entries}, ()
+    except BankError as exc:  # a broken bank file must not stop the report; it is named instead
+        return {}, (f"question bank failed to load, bank questions count as 'not-in-bank': {exc}",)
+    return {e.id: EntryClass(group=e.group, kind=e.kind) for e in bank.entries}, ()

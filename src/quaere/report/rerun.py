@@ -7,21 +7,20 @@ from pathlib import Path
 from quaere.records import Evaluation
 
 
-class EvaluatorUnavailable(RuntimeError):
-    """This installation has no evaluator (``quaere.evaluate.run_evaluation`` cannot be imported)."""
-
-
 class QuaereEvaluator:
-    """Runs ``quaere.evaluate.run_evaluation`` on a bundle's kernel in a scratch workspace."""
+    """Runs :func:`quaere.evaluate.run_evaluation` on a bundle's kernel with the bundle's own task folder.
+
+    Builds go to the scratch folder verify hands over, so nothing cached on this machine is reused.
+    """
 
     def device_present(self) -> bool:
-        import shutil
+        from quaere.evaluate.device import gpu_present
 
-        return shutil.which("nvidia-smi") is not None
+        return gpu_present()
 
     def evaluate(self, task_folder: Path, kernel: Path, workdir: Path) -> Evaluation:
-        try:
-            from quaere.evaluate import run_evaluation  # noqa: F401
-        except ImportError as exc:
-            raise EvaluatorUnavailable(f"the evaluator is not installed here: {exc}") from None
-        raise EvaluatorUnavailable("the evaluator's entry point is not wired to verify yet")
+        from quaere.evaluate import EvalOptions, run_evaluation
+        from quaere.task.loader import load_task
+
+        task = load_task(str(task_folder))
+        return run_evaluation(task, kernel, EvalOptions(cache_dir=workdir / "cache"))

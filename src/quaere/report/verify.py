@@ -40,7 +40,6 @@ class RerunStatus(str, Enum):
     PASSED = "passed"  # the evaluator ran the kernel and found it correct
     FAILED = "failed"  # it ran and the kernel is not correct (or is not the bundled one)
     NO_DEVICE = "no_device"  # a CUDA task and no GPU here: nothing was run
-    UNAVAILABLE = "unavailable"  # this installation has no evaluator to run
 
 
 @dataclass(frozen=True)
@@ -51,7 +50,7 @@ class Rerun:
 
 
 class BundleEvaluator(Protocol):
-    """What verify needs of the evaluator (the real one is in :mod:`quaere.report.rerun`)."""
+    """What verify needs of the evaluator (the real one is :class:`quaere.report.rerun.QuaereEvaluator`)."""
 
     def device_present(self) -> bool:
         """True where CUDA kernels can run."""
@@ -107,7 +106,10 @@ def rerun_final_kernel(bundle: Path, evaluator: BundleEvaluator) -> Rerun:
     if not kernel.is_file():
         return Rerun(RerunStatus.FAILED, f"{kernel}: the final kernel named by the manifest is missing")
     with tempfile.TemporaryDirectory(prefix="quaere-verify-") as workdir:
-        evaluation = evaluator.evaluate(task_folder, kernel, Path(workdir))
+        try:
+            evaluation = evaluator.evaluate(task_folder, kernel, Path(workdir))
+        except TaskError as exc:  # the bundled task does not load here (e.g. its module fails to import)
+            return Rerun(RerunStatus.FAILED, str(exc))
     expected = manifest.get("final_candidate_hash")
     if expected and evaluation.candidate_hash != expected:
         return Rerun(RerunStatus.FAILED, f"evaluated {evaluation.candidate_hash[:12]}, manifest says {expected[:12]}",
