@@ -1,9 +1,173 @@
-"""Commands of this family are registered here (placeholder until its issue lands)."""
+"""``quaere bank lint|stats|list|show`` and ``quaere ask``: parse, call :mod:`quaere.questions`, print."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Optional
+
 import typer
+from rich.console import Console
+from rich.table import Table
+
+from quaere.questions.ask import NoMomentHolds, ask_view, context_of, load_task_spec, record_question
+from quaere.questions.bank import Bank, BankError, lint_dir, load_bank, shipped_bank_dir, stats
+from quaere.questions.sources import OwnText, Pick, resolve_reply
+from quaere.records import Moment, QuestionKind
+from quaere.task.spec import TaskError
+from quaere.workspace import WorkspaceError, open_workspace
+
+bank_app = typer.Typer(help="The question bank: lint, counts, listing and single entries.", no_args_is_help=True)
+
+_DIR = typer.Option(None, "--dir", help="A folder of bank YAML files (default: the shipped bank).")
+
+
+def _console() -> Console:
+    return Console(highlight=False, soft_wrap=False, width=140)
+
+
+def _fail(message: str, code: int = 2) -> typer.Exit:
+    typer.echo(message, err=True)
+    return typer.Exit(code)
+
+
+def _load(directory: Optional[Path]) -> Bank:
+    try:
+        return load_bank(directory)
+    except BankError as exc:
+        raise _fail(f"{exc}\n(run 'quaere bank lint' for the full list)") from None
+
+
+@bank_app.command("lint")
+def lint_command(directory: Optional[Path] = _DIR) -> None:
+    """Check schema, ids, near duplicates, counts, question form, neutrality and moment coverage; exit 1 on problems."""
+    target = directory if directory is not None else shipped_bank_dir()
+    if directory is not None and not directory.is_dir():
+        raise _fail(f"{directory}: not a folder")
+    problems = lint_dir(target)
+    for problem in problems:
+        typer.echo(str(problem))
+    if problems:
+        typer.echo(f"{len(problems)} problem(s) in {target}", err=True)
+        raise typer.Exit(1)
+    typer.echo(f"bank OK: {target}")
+
+
+def _count_table(title: str, counts: dict[str, int], key_name: str) -> Table:
+    table = Table(title=title, title_justify="left")
+    table.add_column(key_name)
+    table.add_column("entries", justify="right")
+    for key, count in sorted(counts.items()):
+        table.add_row(key, str(count))
+    table.add_row("total", str(sum(counts.values())), style="bold")
+    return table
+
+
+@bank_app.command("stats")
+def stats_command(directory: Optional[Path] = _DIR) -> None:
+    """Counts by set, core group, kind, moment and provenance."""
+    bank = _load(directory)
+    s = stats(bank.entries)
+    console = _console()
+    core, comparison, arch = (s.by_set.get(k, 0) for k in ("core", "comparison", "arch"))
+    console.print(f"core {core} / comparison {comparison} / arch {arch}; {len(s.core_by_group)} core groups")
+    groups = Table(title="core groups", title_justify="left")
+    for column in ("group", "entries", "title"):
+        groups.add_column(column, justify="right" if column == "entries" else "left")
+    for group, count in sorted(s.core_by_group.items()):
+        groups.add_row(group, str(count), bank.titles.get(group, ""))
+    console.print(groups)
+    console.print(_count_table("core provenance", s.core_by_provenance, "provenance"))
+    console.print(_count_table("all provenance", s.by_provenance, "provenance"))
+    console.print(_count_table("kind (all sets)", s.by_kind, "kind"))
+    console.print(_count_table("moment (an entry counts once per moment it fits)", s.by_moment, "moment"))
+    console.print(_count_table("architecture entries", s.arch_by_arch, "arch"))
+
+
+@bank_app.command("list")
+def list_command(
+    group: Optional[str] = typer.Option(None, "--group", "-g", help="Only this group."),
+    moment: Optional[Moment] = typer.Option(None, "--moment", "-m", help="Only entries fitting this moment."),
+    directory: Optional[Path] = _DIR,
+) -> None:
+    """One row per entry: id, kind, moments, question."""
+    bank = _load(directory)
+    entries = [e for e in bank.entries if (group is None or e.group == group) and (moment is None or moment in e.moments)]
+    if not entries:
+        groups = sorted({e.group for e in bank.entries})
+        raise _fail(f"no entries match; groups are {groups}", 1)
+    table = Table(show_lines=False)
+    for column in ("id", "kind", "moments", "question"):
+        table.add_column(column, overflow="fold")
+    for e in entries:
+        table.add_row(e.id, e.kind.value, ", ".join(m.value for m in e.moments), e.question)
+    _console().print(table)
+
+
+@bank_app.command("show")
+def show_command(entry_id: str = typer.Argument(..., help="The entry's id, e.g. measure.cycles-vs-wall."), directory: Optional[Path] = _DIR) -> None:
+    """Every field of one entry."""
+    bank = _load(directory)
+    try:
+        e = bank.by_id(entry_id)
+    except KeyError as exc:
+        raise _fail(str(exc.args[0])) from None
+    p = e.provenance
+    origin = f"confirmed by trace {p.trace}" if p.status == "confirmed" else f"unverified; source: {p.source}"
+    needs = [*(["a comparison implementation"] if e.requires.comparison else []), *e.requires.arch] or ["nothing"]
+    for label, value in (
+        ("id", e.id),
+        ("group", f"{e.group} ({e.set.value})"),
+        ("question", e.question),
+        ("evidence", e.evidence),
+        ("kind", e.kind.value),
+        ("moments", ", ".join(m.value for m in e.moments)),
+        ("requires", ", ".join(needs)),
+        ("provenance", origin),
+    ):
+        typer.echo(f"{label:>10}: {value}")
+
+
+def ask(
+    pick: Optional[int] = typer.Option(None, "--pick", help="Ask suggestion N (1-based) of those shown."),
+    text: Optional[str] = typer.Option(None, "--text", help="Ask your own question."),
+    kind: Optional[QuestionKind] = typer.Option(None, "--kind", help="Kind of your own question (with --text)."),
+    moment: Optional[Moment] = typer.Option(None, "--moment", "-m", help="Suggest for this moment instead of the detected one."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the bank policy's tie-breaks."),
+    path: Path = typer.Option(Path("."), "--workspace", "-w", help="A folder inside the workspace."),
+) -> None:
+    """Say which moment holds now and why, suggest three questions; with --pick/--text, record and queue one."""
+    if pick is not None and text is not None:
+        raise _fail("use either --pick or --text, not both")
+    try:
+        ws = open_workspace(path)
+        context = context_of(load_task_spec(ws))
+        view = ask_view(ws, load_bank(), context, moment, seed)
+    except (WorkspaceError, TaskError, BankError, NoMomentHolds) as exc:
+        raise _fail(str(exc)) from None
+    console = _console()
+    for check in view.checks:
+        mark = "[bold green]holds[/]" if check.holds else "[dim]no[/]"
+        console.print(f"{check.moment.value:>18}  {mark}  [dim]{check.evidence}[/]", markup=True)
+    console.print(f"\nmoment: [bold]{view.moment.value}[/] — {view.evidence}", markup=True)
+    console.print(f"task: {context.task} (arch {context.arch}, comparison {'yes' if context.has_comparison else 'no'})")
+    table = Table(title="suggestions", title_justify="left")
+    for column in ("#", "id", "kind", "question"):
+        table.add_column(column, overflow="fold")
+    for s in view.suggestions:
+        table.add_row(str(s.rank), s.entry.id, s.entry.kind.value, s.entry.question)
+    console.print(table)
+    if pick is None and text is None:
+        return
+    try:
+        reply = Pick(index=pick) if pick is not None else OwnText(text=(text or "").strip(), kind=kind)
+        chosen = resolve_reply(view.moment, view.suggestions, reply)
+    except ValueError as exc:
+        raise _fail(str(exc)) from None
+    record_question(ws, chosen, view.session)
+    typer.echo(f"asked ({chosen.entry_id or 'own text'}), queued for the next stop: {chosen.text}")
 
 
 def register(app: typer.Typer) -> None:
-    """Add this family's commands to ``app``."""
+    """Add ``bank`` and ``ask`` to ``app``."""
+    app.add_typer(bank_app, name="bank")
+    app.command("ask")(ask)
