@@ -27,27 +27,27 @@ class WorkspaceQuestions:
     task: Task
 
     def pick(self, moment: Moment, evidence: str) -> PickedQuestion | None:
-        from quaere.questions.queue import pop_next
+        from quaere.questions.queue import QueueEmpty, pop_next
 
         queued = pop_next(self.workspace)
-        if queued is not None:
-            return PickedQuestion(text=queued.text, source="human", entry_id=getattr(queued, "entry_id", None),
-                                  kind=getattr(queued, "kind", None))
-        return self._from_bank(moment)
+        if not isinstance(queued, QueueEmpty):
+            return PickedQuestion(text=queued.text, source=queued.source, entry_id=queued.entry_id, kind=queued.kind)
+        return self._from_bank(moment, evidence)
 
-    def _from_bank(self, moment: Moment) -> PickedQuestion | None:
+    def _from_bank(self, moment: Moment, evidence: str) -> PickedQuestion | None:
+        from quaere.questions.ask import context_of
         from quaere.questions.bank import load_bank
-        from quaere.questions.sources import BankSource, TaskContext
+        from quaere.questions.sources import BankExhausted, BankSource, asked_ids
         from quaere.trace import read_trace
 
-        context = TaskContext.from_task(self.task) if hasattr(TaskContext, "from_task") else TaskContext.from_spec(self.task.spec)
+        # One seed per workspace: the same history gives the same question, two campaigns differ.
         seed = int(hashlib.sha256(str(self.workspace.root).encode()).hexdigest()[:8], 16)
-        source = BankSource(load_bank(), seed)
-        history = read_trace(self.workspace.trace).events
-        entry = source.choose(moment, context, history)
-        if entry is None:
+        asked = asked_ids(read_trace(self.workspace.trace).events)
+        try:
+            chosen = BankSource(load_bank(), seed).choose(moment, context_of(self.task.spec), asked, evidence)
+        except BankExhausted:
             return None
-        return PickedQuestion(text=entry.question, source="bank", entry_id=entry.id, kind=entry.kind)
+        return PickedQuestion(text=chosen.text, source="bank", entry_id=chosen.entry_id, kind=chosen.kind)
 
 
 @dataclass(frozen=True)
