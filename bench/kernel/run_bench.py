@@ -1,0 +1,223 @@
+"""Quick correctness + speed loop for kernels/flash_attention_hopper.cu on one GPU.
+
+Loads the built shared library through ctypes (the issue-3 C ABI), checks it on a sweep of odd
+shapes against an fp32 PyTorch reference (TF32 off) with the tolerance "max error <= 2 x the error
+of a bf16 PyTorch reference + 1e-3" for O and LSE, then times it against FA3 (fa3_fwd_interface)
+on the 26 benchmark configurations, interleaved, L2 flushed before every timed call, CUDA events,
+median of the repetitions. Usage: python bench/kernel/run_bench.py LIB.so [--reps N] [--only-check]
+[--only-bench] [--out DIR]. The official verdict is `quaere eval`; this is the quick loop.
+"""
+from __future__ import annotations
+
+import argparse
+import ctypes
+import math
+import statistics
+import sys
+import time
+from pathlib import Path
+
+BENCH26 = (
+    [(16384 // s, s, 16, 16, 128, c) for s in (512, 1024, 2048, 4096, 8192, 16384) for c in (0, 1)]
+    + [(16384 // s, s, 32, 32, 64, c) for s in (1024, 4096, 16384) for c in (0, 1)]
+    + [(16384 // s, s, 8, 8, 256, c) for s in (1024, 4096, 16384) for c in (0, 1)]
+    + [(1, 8192, 32, 8, 128, 1), (2, 4096, 64, 8, 128, 1)]
+)
+
+# (batch, seqlen_q, seqlen_k, heads_q, heads_kv); every one runs for D in 64/128/256, causal 0/1.
+CHECK_SHAPES = [
+    (1, 1, 1, 2, 2), (2, 7, 7, 4, 1), (1, 63, 65, 8, 2), (2, 65, 63, 4, 4), (1, 127, 129, 2, 2),
+    (1, 129, 127, 4, 1), (1, 1, 1000, 2, 2), (1, 1000, 1, 2, 1), (1, 1000, 1000, 4, 1),
+    (1, 300, 77, 2, 2), (1, 77, 300, 2, 2), (3, 200, 257, 8, 8), (1, 2047, 2047, 2, 2),
+    (2, 513, 1500, 4, 2),
+]
+BIG_CHECKS = [(1, 16384, 16384, 1, 1, 128, 1), (1, 4096, 16384, 2, 1, 64, 0), (1, 16384, 5000, 1, 1, 256, 1)]
+
+
+def load_lib(path: str):
+    lib = ctypes.CDLL(path)
+    f = lib.attention_forward
+    f.restype = ctypes.c_int
+    f.argtypes = [ctypes.c_void_p] * 4 + [ctypes.c_void_p] + [ctypes.c_int] * 6 + [ctypes.c_float, ctypes.c_int,
+                                                                                      ctypes.c_void_p, ctypes.c_size_t,
+                                                                                      ctypes.c_void_p]
+    return f
+
+
+def call(f, q, k, v, o, lse, scale, causal, ws):
+    import torch
+    b, sq, hq, d = q.shape
+    sk, hkv = k.shape[1], k.shape[2]
+    rc = f(q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), lse.data_ptr(), b, sq, sk, hq, hkv, d,
+           float(scale), int(causal), ws.data_ptr(), ws.numel(), torch.cuda.current_stream().cuda_stream)
+    if rc != 0:
+        raise RuntimeError(f"attention_forward returned {rc}")
+
+
+def reference(q, k, v, scale, causal, dtype):
+    """O [B,Sq,Hq,D] and LSE [B,Hq,Sq] by plain math in `dtype` (per batch and head to bound memory)."""
+    import torch
+    b, sq, hq, d = q.shape
+    sk, hkv = k.shape[1], k.shape[2]
+    g = hq // hkv
+    o = torch.empty(b, sq, hq, d, dtype=torch.float32, device=q.device)
+    lse = torch.empty(b, hq, sq, dtype=torch.float32, device=q.device)
+    i = torch.arange(sq, device=q.device)[:, None]
+    j = torch.arange(sk, device=q.device)[None, :]
+    allowed = (j <= i + (sk - sq)) if causal else torch.ones(sq, sk, dtype=torch.bool, device=q.device)
+    for bi in range(b):
+        for h in range(hq):
+            qh = q[bi, :, h].to(dtype)
+            kh = k[bi, :, h // g].to(dtype)
+            vh = v[bi, :, h // g].to(dtype)
+            s = (qh @ kh.T).float() * scale if dtype != torch.float32 else (qh @ kh.T) * scale
+            s = s.masked_fill(~allowed, float("-inf"))
+            l = torch.logsumexp(s, dim=-1)
+            p = torch.exp(s - l[:, None]).nan_to_num(0.0)
+            oh = (p.to(dtype) @ vh).float()
+            o[bi, :, h] = oh
+            lse[bi, h] = l
+    return o, lse
+
+
+def max_err(a, b):
+    import torch
+    fin = torch.isfinite(b)
+    if not bool(((a == b) | fin).all()):  # where the reference is infinite, ours must equal it
+        return float("inf")
+    d = (a[fin] - b[fin]).abs()
+    return float(d.max()) if d.numel() else 0.0
+
+
+def check_case(f, ws, b, sq, sk, hq, hkv, d, causal, scale=None):
+    import torch
+    scale = scale if scale is not None else 1.0 / math.sqrt(d)
+    q = torch.randn(b, sq, hq, d, device="cuda").to(torch.bfloat16)
+    k = torch.randn(b, sk, hkv, d, device="cuda").to(torch.bfloat16)
+    v = torch.randn(b, sk, hkv, d, device="cuda").to(torch.bfloat16)
+    o = torch.full((b, sq, hq, d), float("nan"), device="cuda", dtype=torch.bfloat16)
+    lse = torch.full((b, hq, sq), float("nan"), device="cuda", dtype=torch.float32)
+    ws.fill_(255)
+    call(f, q, k, v, o, lse, scale, causal, ws)
+    torch.cuda.synchronize()
+    o32, l32 = reference(q.float(), k.float(), v.float(), scale, causal, torch.float32)
+    o16, l16 = reference(q, k, v, scale, causal, torch.bfloat16)
+    of = o.float()
+    nan = bool(torch.isnan(of).any() or torch.isnan(lse).any())
+    e_o, e_ref_o = max_err(of, o32), max_err(o16, o32)
+    e_l, e_ref_l = max_err(lse, l32), max_err(l16, l32)
+    ok = (not nan) and e_o <= 2 * e_ref_o + 1e-3 and e_l <= 2 * e_ref_l + 1e-3
+    line = (f"{'PASS' if ok else 'FAIL'} B={b} Sq={sq} Sk={sk} Hq={hq} Hkv={hkv} D={d} causal={causal} "
+            f"scale={scale:.4f} o_err={e_o:.2e} (bf16 ref {e_ref_o:.2e}) lse_err={e_l:.2e} (ref {e_ref_l:.2e})"
+            f"{' NaN' if nan else ''}")
+    if not ok:
+        diff = (of - o32).abs().nan_to_num(1e9)
+        line += ("\n   err by row%64 (max over rest): " + " ".join(f"{x:.1e}" for x in
+                 diff.permute(1, 0, 2, 3).reshape(sq, -1).amax(1)[: min(sq, 64)].tolist()))
+        line += ("\n   err by col/8: " + " ".join(f"{x:.1e}" for x in diff.reshape(-1, d // 8, 8).amax(2).amax(0).tolist()))
+        line += ("\n   lse err rows: " + " ".join(f"{x:.1e}" for x in (lse - l32).abs().nan_to_num(1e9).reshape(-1, sq).amax(0)[:64].tolist()))
+    return ok, line
+
+
+def flops(b, sq, sk, hq, d, causal):
+    if causal:
+        pairs = sum(min(sk, max(0, i + sk - sq + 1)) for i in range(sq)) if sq != sk else sq * (sq + 1) // 2
+    else:
+        pairs = sq * sk
+    return 4.0 * b * hq * d * pairs
+
+
+def bench(f, ws, reps, log):
+    import torch
+    try:
+        from fa3_fwd_interface import flash_attn_func
+    except ImportError:
+        flash_attn_func = None
+        log("FA3 not installed: timing ours only")
+    flush = torch.empty(256 * 1024 * 1024, dtype=torch.uint8, device="cuda")
+    rows = []
+    for (b, s, hq, hkv, d, causal) in BENCH26:
+        q = torch.randn(b, s, hq, d, device="cuda").to(torch.bfloat16)
+        k = torch.randn(b, s, hkv, d, device="cuda").to(torch.bfloat16)
+        v = torch.randn(b, s, hkv, d, device="cuda").to(torch.bfloat16)
+        o = torch.empty_like(q)
+        lse = torch.empty(b, hq, s, device="cuda", dtype=torch.float32)
+        scale = 1.0 / math.sqrt(d)
+        ours = lambda: call(f, q, k, v, o, lse, scale, causal, ws)
+        fa3 = (lambda: flash_attn_func(q, k, v, softmax_scale=scale, causal=bool(causal))) if flash_attn_func else None
+        ours(); torch.cuda.synchronize()
+        agree = float("nan")
+        if fa3:
+            ref = fa3()
+            ref = ref[0] if isinstance(ref, (tuple, list)) else ref
+            torch.cuda.synchronize()
+            agree = float((o.float() - ref.float()).abs().max())
+        t_ours, t_fa3 = [], []
+        for _ in range(reps):
+            for fn, acc in ((ours, t_ours), (fa3, t_fa3)):
+                if fn is None:
+                    continue
+                flush.fill_(1)
+                e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                e0.record(); fn(); e1.record(); torch.cuda.synchronize()
+                acc.append(e0.elapsed_time(e1))
+        fl = flops(b, s, s, hq, d, causal)
+        tf_o = fl / statistics.median(t_ours) / 1e9
+        tf_f = fl / statistics.median(t_fa3) / 1e9 if t_fa3 else float("nan")
+        rows.append((b, s, hq, hkv, d, causal, tf_o, tf_f, agree))
+        log(f"B={b:2d} S={s:5d} Hq={hq:2d} Hkv={hkv:2d} D={d:3d} causal={causal} ours={tf_o:6.1f} "
+            f"fa3={tf_f:6.1f} TFLOP/s ratio={tf_o / tf_f:5.3f} max|ours-fa3|={agree:.2e}")
+    gm = lambda xs: math.exp(sum(math.log(x) for x in xs) / len(xs))
+    g_o, g_f = gm([r[6] for r in rows]), gm([r[7] for r in rows])
+    ratios = [r[6] / r[7] for r in rows]
+    log(f"GEOMEAN ours={g_o:.1f} fa3={g_f:.1f} ratio={g_o / g_f:.3f} min_ratio={min(ratios):.3f}")
+    return rows
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("lib")
+    ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--only-check", action="store_true")
+    ap.add_argument("--only-bench", action="store_true")
+    ap.add_argument("--no-big", action="store_true")
+    ap.add_argument("--out", default=None)
+    a = ap.parse_args()
+    import torch
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    mode = "check" if a.only_check else "bench" if a.only_bench else "all"
+    out = open(Path(a.out) / f"log_{Path(a.lib).stem}_{mode}.txt", "w") if a.out else None
+
+    def log(s):
+        print(s, flush=True)
+        if out:
+            out.write(s + "\n"); out.flush()
+    f = load_lib(a.lib)
+    ws = torch.empty(1 << 20, dtype=torch.uint8, device="cuda")
+    torch.manual_seed(0)
+    n_fail = 0
+    if not a.only_bench:
+        t0 = time.time()
+        cases = [(*sh, d, c) for d in (64, 128, 256) for c in (0, 1) for sh in CHECK_SHAPES]
+        cases += [] if a.no_big else BIG_CHECKS
+        for (b, sq, sk, hq, hkv, d, c) in cases:
+            try:
+                ok, line = check_case(f, ws, b, sq, sk, hq, hkv, d, c)
+            except Exception as e:  # a launch failure poisons the context: report and stop
+                log(f"ERROR B={b} Sq={sq} Sk={sk} Hq={hq} Hkv={hkv} D={d} causal={c}: {e}")
+                return 2
+            n_fail += not ok
+            if not ok or sq * sk > 4_000_000:
+                log(line)
+        ok, line = check_case(f, ws, 2, 333, 444, 4, 2, 128, 1, scale=0.37)
+        n_fail += not ok
+        log(line)
+        log(f"CHECK {len(cases) + 1 - n_fail}/{len(cases) + 1} passed in {time.time() - t0:.0f}s")
+    if not a.only_check:
+        bench(f, ws, a.reps, log)
+    return 1 if n_fail else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
