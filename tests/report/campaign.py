@@ -35,6 +35,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from quaere.jsonl import append_line
 from quaere.records import (
     BenchmarkResult,
     BuildResult,
@@ -48,7 +49,6 @@ from quaere.records import (
     TimingStatus,
     Verdict,
 )
-from quaere.jsonl import append_line
 from quaere.report.questions import EntryClass
 from quaere.trace import (
     EvaluationDone,

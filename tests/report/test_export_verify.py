@@ -62,7 +62,8 @@ def test_secret_names(tmp_path):
 
 def test_redact_data_reaches_nested_strings_and_keys():
     data = {"a": [{"b": "x tok-3f9a8b7c6d5e4f3a2b1c y"}], "tok-3f9a8b7c6d5e4f3a2b1c": 1, "n": 2.5}
-    assert redact_data(data, ("tok-3f9a8b7c6d5e4f3a2b1c",)) == {"a": [{"b": "x [REDACTED] y"}], "[REDACTED]": 1, "n": 2.5}
+    expected = {"a": [{"b": "x [REDACTED] y"}], "[REDACTED]": 1, "n": 2.5}
+    assert redact_data(data, ("tok-3f9a8b7c6d5e4f3a2b1c",)) == expected
 
 
 def test_no_secret_survives_export(tmp_path):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -18,8 +18,10 @@ def _fail(message: str, code: int = 2) -> typer.Exit:
 
 def report(
     workspace: Annotated[Path, typer.Argument(help="Workspace folder (or any folder inside it).")] = Path("."),
-    html: Annotated[Optional[Path], typer.Option("--html", help="Also write a self-contained HTML page here.")] = None,
-    k: Annotated[int, typer.Option("--k", min=1, help="Evaluations after a question that count as its gain.")] = DEFAULT_K,
+    html: Annotated[Path | None, typer.Option("--html", help="Also write a self-contained HTML page here.")] = None,
+    k: Annotated[int, typer.Option("--k", min=1, help="Evaluations after a question that count as its gain.")] = (
+        DEFAULT_K
+    ),
 ) -> None:
     """Figures of a campaign: best ratio over time, tool calls per question, churn, gains after questions."""
     from rich.console import Console
@@ -44,7 +46,9 @@ def report(
 
 
 def export(
-    paths: Annotated[list[Path], typer.Argument(help="[WORKSPACE] OUT: the workspace (default: here) and a new folder.")],
+    paths: Annotated[
+        list[Path], typer.Argument(help="[WORKSPACE] OUT: the workspace (default: here) and a new folder.")
+    ],
     k: Annotated[int, typer.Option("--k", min=1, help="As for quaere report.")] = DEFAULT_K,
 ) -> None:
     """Write the publication bundle: final kernel, ledger, questions, scrubbed trace, task, manifest."""

@@ -97,7 +97,9 @@ def attribution(
     if k < 1:
         raise ValueError(f"k must be at least 1 (got {k})")
     gains = tuple(question_gain(events, q, k) for q in questions)
-    positive = sorted((g for g in gains if g.gain is not None and g.gain > 0), key=lambda g: (-g.gain, g.question.number))
+    positive = sorted(
+        (g for g in gains if g.gain is not None and g.gain > 0), key=lambda g: (-g.gain, g.question.number)
+    )
     return Attribution(
         k=k,
         gains=gains,

@@ -6,10 +6,11 @@ version is a new transition). For each transition from version v(i-1) to v(i), a
 (``difflib.SequenceMatcher`` over the lines, no auto-junk) gives the deleted lines (``delete`` and
 ``replace`` spans of the old side) and the added lines (``insert`` and ``replace`` spans of the new side).
 Lines are compared as bytes without their line terminator; blank lines (only whitespace) are removed from
-both versions before the diff, so adding or removing blank lines never shifts the alignment. An added line is *re-added* when it is byte-identical to a line deleted in an EARLIER
-transition (not the same one: a line moved within one edit is not a re-addition). Every occurrence of an
-added line counts. Churn = re-added lines / added lines over the whole campaign (None when nothing was
-added). The first version's lines are not "added".
+both versions before the diff, so adding or removing blank lines never shifts the alignment. An added
+line is *re-added* when it is byte-identical to a line deleted in an EARLIER transition (not the same
+one: a line moved within one edit is not a re-addition). Every occurrence of an added line counts.
+Churn = re-added lines / added lines over the whole campaign (None when nothing was added). The first
+version's lines are not "added".
 """
 
 from __future__ import annotations
@@ -73,7 +74,7 @@ def churn(versions: Sequence[tuple[str, bytes]]) -> Churn:
     """Churn over ``versions`` = (hash, source bytes) in evaluation order (see the module docstring)."""
     deleted_earlier: set[bytes] = set()
     transitions: list[Transition] = []
-    for (old_hash, old), (new_hash, new) in zip(versions, versions[1:]):
+    for (old_hash, old), (new_hash, new) in zip(versions, versions[1:], strict=False):
         if old_hash == new_hash:
             continue
         deleted, added = line_changes(old, new)

@@ -46,7 +46,8 @@ def _summary(report: CampaignReport) -> str:
         ("questions", str(report.question_counts.total)),
         ("tool calls per question: mean / median",
          f"{fmt.number(report.pacing.mean)} / {fmt.number(report.pacing.median)}"),
-        ("re-added-line churn", f"{fmt.share(report.churn.fraction)} ({report.churn.readded} of {report.churn.added} added lines)"),
+        ("re-added-line churn",
+         f"{fmt.share(report.churn.fraction)} ({report.churn.readded} of {report.churn.added} added lines)"),
         ("stop attempts / blocked / allowed",
          f"{report.stops.attempts} / {report.stops.blocked} / {report.stops.allowed}"),
     ]
@@ -99,7 +100,8 @@ def render_html(report: CampaignReport, plot_png: bytes | None) -> str:
     plot = ""
     if plot_png is not None:
         data = base64.b64encode(plot_png).decode("ascii")
-        plot = f'<h2>Best ratio over time</h2><img class="plot" alt="best ratio against tool calls" src="data:image/png;base64,{data}">'
+        plot = (f'<h2>Best ratio over time</h2><img class="plot" alt="best ratio against tool calls" '
+                f'src="data:image/png;base64,{data}">')
     problems = "".join(f"<li>{escape(p)}</li>" for p in report.problems)
     parts = [
         f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{escape(report.title)}</title>",

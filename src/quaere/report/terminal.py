@@ -49,7 +49,8 @@ def print_summary(report: CampaignReport, console: Console) -> None:
     )
     console.print(f"re-added-line churn: {fmt.share(report.churn.fraction)} "
                   f"({report.churn.readded} of {report.churn.added} added lines)")
-    console.print(f"stop attempts {report.stops.attempts}: blocked {report.stops.blocked}, allowed {report.stops.allowed}")
+    stops = report.stops
+    console.print(f"stop attempts {stops.attempts}: blocked {stops.blocked}, allowed {stops.allowed}")
     final = _final_table(report)
     if final is not None:
         console.print(final)
