@@ -1,9 +1,105 @@
-"""Commands of this family are registered here (placeholder until its issue lands)."""
+"""``quaere eval`` (build, audit, correctness, timing of one candidate) and ``quaere init`` (a workspace)."""
 
 from __future__ import annotations
 
+import json
+import sys
+from pathlib import Path
+from typing import Optional
+
 import typer
+
+EXIT_NOT_CORRECT = 1
+EXIT_BAD_INPUT = 2
+
+
+def _fail(message: str) -> None:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(EXIT_BAD_INPUT)
+
+
+def eval_command(
+    candidate: Optional[Path] = typer.Argument(None, help="Kernel source; default: the workspace's candidate, "
+                                               "or the task's initial kernel outside a workspace."),
+    task: Optional[str] = typer.Option(None, "--task", help="Shipped task name or task folder; default: the "
+                                       "workspace's, else flash_attention_hopper with a GPU, cpu_softmax without."),
+    as_json: bool = typer.Option(False, "--json", help="Print exactly one JSON object (the ledger record)."),
+    scenarios: Optional[Path] = typer.Option(None, "--scenarios", help='JSON list [{"id": ..., "params": {...}}] '
+                                             "replacing the task's correctness scenarios."),
+    seed: Optional[int] = typer.Option(None, "--seed", min=0, help="Seed of the random inputs (default: fresh)."),
+    no_benchmark: bool = typer.Option(False, "--no-benchmark", help="Correctness only, no timing."),
+    no_device: bool = typer.Option(False, "--no-device", help="Build and audit only."),
+) -> None:
+    """Build, audit, check every correctness scenario and time the benchmark set; append to the ledger.
+
+    Exit status 0 only when build and audit pass and every scenario is correct.
+    """
+    from rich.console import Console
+
+    from quaere.evaluate import EvalOptions, ScenariosFileError, run_evaluation
+    from quaere.evaluate.device import default_task_name, gpu_present
+    from quaere.evaluate.display import RichProgress, render
+    from quaere.evaluate.ledger import append_evaluation
+    from quaere.evaluate.summary import to_trace_event
+    from quaere.task.loader import load_task
+    from quaere.task.spec import TaskError
+    from quaere.trace import TraceWriter
+    from quaere.workspace import STATE_DIR, WorkspaceError, open_workspace
+
+    try:
+        workspace = open_workspace(Path.cwd())
+    except WorkspaceError:
+        workspace = None
+    try:
+        loaded = load_task(task or (workspace.task if workspace else default_task_name(gpu_present())))
+    except TaskError as exc:
+        _fail(str(exc))
+    source = candidate or (workspace.candidate if workspace else loaded.initial_kernel)
+    if not source.is_file():
+        _fail(f"{source}: no such candidate file")
+    options = EvalOptions(seed=seed, scenarios_file=scenarios, benchmark=not no_benchmark, no_device=no_device)
+    console = Console(stderr=as_json)
+    try:
+        if as_json:
+            evaluation = run_evaluation(loaded, source.resolve(), options)
+        else:
+            with RichProgress(console) as progress:
+                evaluation = run_evaluation(loaded, source.resolve(), options, progress)
+    except ScenariosFileError as exc:
+        _fail(str(exc))
+    ledger = workspace.ledger if workspace else Path.cwd() / STATE_DIR / "ledger.jsonl"
+    append_evaluation(ledger, evaluation)
+    if workspace is not None:
+        workspace.keep_version(source)
+        TraceWriter(workspace.trace).write(to_trace_event(evaluation, loaded.spec))
+    if as_json:
+        sys.stdout.write(json.dumps(evaluation.model_dump(mode="json")) + "\n")
+    else:
+        render(evaluation, console)
+        console.print(f"ledger: {ledger}")
+    raise typer.Exit(0 if evaluation.correct else EXIT_NOT_CORRECT)
+
+
+def init_command(
+    directory: Path = typer.Argument(Path("."), help="Folder to make a workspace (created if missing)."),
+    task: str = typer.Option(..., "--task", help="Shipped task name or task folder."),
+    force: bool = typer.Option(False, "--force", help="Overwrite an existing workspace and candidate."),
+) -> None:
+    """Make DIR a workspace: a copy of the task's initial kernel as the candidate, and .quaere/."""
+    from quaere.task.loader import SHIPPED_TASKS_DIR, load_task
+    from quaere.task.spec import TaskError
+    from quaere.workspace import WorkspaceError, create_workspace
+
+    try:
+        loaded = load_task(task)
+        name = loaded.spec.name if loaded.folder.parent == SHIPPED_TASKS_DIR else str(loaded.folder)
+        workspace = create_workspace(directory, name, loaded.initial_kernel, overwrite=force)
+    except (TaskError, WorkspaceError) as exc:
+        _fail(str(exc))
+    typer.echo(f"workspace {workspace.root}: task {loaded.spec.name}, candidate {workspace.candidate_name}")
 
 
 def register(app: typer.Typer) -> None:
-    """Add this family's commands to ``app``."""
+    """Add ``eval`` and ``init`` to ``app``."""
+    app.command("eval")(eval_command)
+    app.command("init")(init_command)

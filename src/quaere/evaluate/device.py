@@ -83,3 +83,8 @@ def probe_device(kind: str) -> DeviceProbe:
 def gpu_present() -> bool:
     """Whether a CUDA task could run here (used to pick the default task)."""
     return probe_device("cuda").available
+
+
+def default_task_name(gpu: bool) -> str:
+    """The task ``quaere eval`` runs when none is named and no workspace says: the GPU one where a GPU is."""
+    return "flash_attention_hopper" if gpu else "cpu_softmax"

@@ -1,0 +1,46 @@
+"""The one build command: depfile parsing, failures as verdicts, a cache that notices header edits."""
+
+from __future__ import annotations
+
+import ctypes
+import shutil
+from pathlib import Path
+
+from quaere.evaluate.build import build_source, parse_depfile
+from quaere.records import BuildStatus
+
+
+def test_parse_depfile_handles_continuations_escapes_and_several_rules() -> None:
+    text = "out.o: src/k.cu /usr/include/a.h \\\n  /opt/my\\ dir/b.h\nother.o: src/k.cu c.h\n"
+    assert parse_depfile(text) == ("src/k.cu", "/usr/include/a.h", "/opt/my dir/b.h", "c.h")
+    assert parse_depfile("") == ()
+
+
+def test_cached_build_is_reused_until_a_header_changes(cpu_task, tmp_path: Path) -> None:
+    header = tmp_path / "scale.h"
+    header.write_text("#define SCALE 1.0f\n")
+    source = tmp_path / "k.cpp"
+    source.write_text('#include "scale.h"\nextern "C" int softmax_rows(const float*, float*, int, int) { return SCALE > 2; }\n')
+    first = build_source(cpu_task.spec, source, tmp_path / "cache", cpu_task.folder)
+    assert first.status is BuildStatus.OK and str(header) in first.included_headers
+    assert Path(first.artifact).exists() and (Path(first.artifact).parent / "build.log").exists()
+    assert call(first.artifact, tmp_path / "copy0.so") == 0
+    again = build_source(cpu_task.spec, source, tmp_path / "cache", cpu_task.folder)
+    assert again == first  # same record: nothing rebuilt
+    header.write_text("#define SCALE 3.0f\n")
+    rebuilt = build_source(cpu_task.spec, source, tmp_path / "cache", cpu_task.folder)
+    assert rebuilt.status is BuildStatus.OK
+    assert call(rebuilt.artifact, tmp_path / "copy2.so") == 1 and call(first.artifact, tmp_path / "copy1.so") == 1
+
+
+def call(artifact: str, copy: Path) -> int:
+    """Run the built function from a private copy (dlopen would hand back a library already loaded)."""
+    shutil.copyfile(artifact, copy)
+    return ctypes.CDLL(str(copy)).softmax_rows(None, None, 0, 0)
+
+
+def test_missing_compiler_is_a_build_failure(cpu_task, tmp_path: Path) -> None:
+    spec = cpu_task.spec.model_copy(update={"build": "no-such-compiler-quaere {source} -o {output}"})
+    result = build_source(spec, cpu_task.initial_kernel, tmp_path / "cache", cpu_task.folder)
+    assert result.status is BuildStatus.BUILD_FAILED and result.artifact == ""
+    assert "not found" in result.log_tail and "status 127" in result.log_tail
