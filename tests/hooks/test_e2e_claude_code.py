@@ -1,0 +1,144 @@
+"""End to end with the real Claude Code CLI (bundled in claude-agent-sdk) against a scripted model.
+
+A workspace of the CPU task with ``quaere hooks install`` done; the scripted model runs ``quaere eval`` on a
+broken candidate, claims it is done; ``quaere hook stop`` (run by the CLI from .claude/settings.json)
+blocks with the failing scenarios and a question; the test sees both arrive in the model's next request;
+the model fixes the kernel and evaluates it for real; its next stop goes through because the goal is met.
+
+The goal is relaxed to 0.5x the initial kernel in a copy of the task, so that the real timing of a correct
+kernel on a loaded CI machine meets it every time: what is under test is the loop, not the speed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from quaere.agents.fake_anthropic import RecordedRequest, ScriptedAnthropicServer, Turn
+from quaere.evaluate.ledger import read_ledger
+from quaere.questions.queue import enqueue
+from quaere.questions.sources import ChosenQuestion
+from quaere.records import Moment
+from quaere.task.loader import SHIPPED_TASKS_DIR
+from quaere.trace import QuestionAsked, StopDecision, read_trace
+from quaere.workspace import create_workspace
+
+pytestmark = pytest.mark.slow
+
+BROKEN_KERNEL = """// Forgets to subtract the row maximum: exp overflows on large inputs.
+#include <cmath>
+extern "C" int softmax_rows(const float* x, float* y, int rows, int cols) {
+    for (int r = 0; r < rows; ++r) {
+        const float* in = x + static_cast<long>(r) * cols;
+        float* out = y + static_cast<long>(r) * cols;
+        float sum = 0.0f;
+        for (int c = 0; c < cols; ++c) { out[c] = std::exp(in[c]); sum += out[c]; }
+        for (int c = 0; c < cols; ++c) { out[c] /= sum; }
+    }
+    return 0;
+}
+"""
+HUMAN_QUESTION = "Which rows produce the non-finite values, and what is their largest input?"
+
+
+def _claude_binary() -> Path | None:
+    try:
+        import claude_agent_sdk
+    except ImportError:
+        return None
+    path = Path(claude_agent_sdk.__file__).parent / "_bundled" / "claude"
+    return path if path.exists() else None
+
+
+def _task_copy(tmp_path: Path) -> Path:
+    folder = tmp_path / "cpu_softmax"
+    shutil.copytree(SHIPPED_TASKS_DIR / "cpu_softmax", folder, ignore=shutil.ignore_patterns("__pycache__"))
+    toml = folder / "task.toml"
+    text = re.sub(r'targets = \[.*\]', 'targets = [{ baseline = "initial", ratio = 0.5, scenarios = "*" }]',
+                  toml.read_text())
+    assert "ratio = 0.5" in text
+    toml.write_text(text)
+    return folder
+
+
+def _quaere(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "quaere", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=120)
+
+
+@pytest.fixture
+def workspace(tmp_path):
+    task = _task_copy(tmp_path)
+    ws = create_workspace(tmp_path / "ws", str(task), task / "kernel.cpp")
+    (tmp_path / "good.cpp").write_text((task / "kernel.cpp").read_text())
+    ws.candidate.write_text(BROKEN_KERNEL)
+    done = _quaere("hooks", "install", "--agent", "claude-code", "--root", str(ws.root), "--max-blocks", "12",
+                   cwd=ws.root)
+    assert done.returncode == 0, done.stderr
+    settings = json.loads((ws.root / ".claude" / "settings.json").read_text())
+    assert settings["env"]["CLAUDE_CODE_STOP_HOOK_BLOCK_CAP"] == "12"
+    return ws
+
+
+def _run_claude(binary: Path, server: ScriptedAnthropicServer, ws, home: Path) -> subprocess.CompletedProcess:
+    env = dict(os.environ, ANTHROPIC_BASE_URL=server.base_url, ANTHROPIC_API_KEY="test",
+               CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1", IS_SANDBOX="1", HOME=str(home))
+    env.pop("CLAUDE_CODE_STOP_HOOK_BLOCK_CAP", None)  # the installed settings must provide it
+    command = [str(binary), "-p", "Make the softmax kernel meet the goal.", "--output-format", "stream-json",
+               "--verbose", "--dangerously-skip-permissions"]
+    return subprocess.run(command, cwd=ws.root, env=env, capture_output=True, text=True, timeout=420)
+
+
+@pytest.mark.skipif(_claude_binary() is None, reason="claude-agent-sdk's bundled Claude Code CLI is not installed")
+def test_stop_hook_blocks_with_failures_and_question_then_lets_the_met_goal_stop(workspace, tmp_path):
+    ws = workspace
+    evaluate = f"{sys.executable} -m quaere eval"
+    seen: dict[str, RecordedRequest] = {}
+
+    def first(request: RecordedRequest) -> Turn:
+        # A person watching queues a question with `quaere ask` while the agent works (after the prompt hook).
+        enqueue(ws, ChosenQuestion(moment=Moment.CLAIMED_LIMIT, source="human", text=HUMAN_QUESTION))
+        return Turn.bash(evaluate, "Let me evaluate the current kernel.")
+
+    def after_block(request: RecordedRequest) -> Turn:
+        seen["after_block"] = request
+        return Turn.bash(f"cp {tmp_path / 'good.cpp'} {ws.candidate} && {evaluate}", "I will fix the overflow.")
+
+    script = [
+        first,
+        Turn.text("The non-finite outputs are just rounding noise in the reference; the kernel is optimal. Done."),
+        after_block,
+        Turn.text("Fixed the overflow and evaluated it; done."),
+    ]
+    with ScriptedAnthropicServer(script) as server:
+        run = _run_claude(_claude_binary(), server, ws, tmp_path / "home")
+        requests = server.agent_requests
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert len(requests) == 4, f"expected 4 model turns, got {len(requests)}\n{run.stdout[-3000:]}"
+
+    events = read_trace(ws.trace).events
+    questions = [e for e in events if isinstance(e, QuestionAsked)]
+    start = next(q for q in questions if q.moment is Moment.CAMPAIGN_START)
+    assert start.source == "bank" and start.text in requests[0].text()  # the prompt hook's question
+
+    decisions = [e for e in events if isinstance(e, StopDecision)]
+    assert [(d.decision, d.goal_status) for d in decisions] == [("block", "unmet"), ("allow", "met")]
+
+    feedback = seen["after_block"].last_user_text()
+    assert "Stop hook feedback" in feedback
+    assert "nonfinite" in feedback and "r9-c100-s1-o100" in feedback  # a failing scenario, by id and verdict
+    assert f"Question: {HUMAN_QUESTION}" in feedback  # the queued question goes first
+    stop_question = next(q for q in questions if q.moment is Moment.CLAIMED_LIMIT)
+    assert stop_question.source == "human"
+
+    evaluations = read_ledger(ws.ledger).evaluations
+    assert [e.correct for e in evaluations] == [False, True]
+    result = [json.loads(line) for line in run.stdout.splitlines() if line.startswith("{")][-1]
+    assert result["type"] == "result" and result["result"] == "Fixed the overflow and evaluated it; done."
