@@ -97,3 +97,22 @@ def test_cli_report_outside_a_workspace_says_so(tmp_path):
                           text=True, timeout=120)
     assert done.returncode == 2
     assert "not inside a quaere workspace" in done.stderr
+
+
+def test_an_empty_campaign_still_reports(tmp_path):
+    from quaere.report.campaign_report import build_report
+
+    empty = build_report((), (), {}, {}, None)
+    assert (empty.pacing.mean, empty.churn.fraction, empty.final) == (None, None, None)
+    assert "the ledger holds no evaluation: no final table" in empty.problems
+    assert render_html(empty, progress_png(empty)).startswith("<!DOCTYPE html>")
+
+
+def test_cli_export_from_inside_the_workspace(campaign, tmp_path):
+    done = subprocess.run([sys.executable, "-m", "quaere", "export", str(tmp_path / "b")], capture_output=True,
+                          text=True, timeout=120, cwd=campaign.workspace.root)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "b" / "manifest.json").is_file()
+    too_many = subprocess.run([sys.executable, "-m", "quaere", "export", "a", "b", "c"], capture_output=True,
+                              text=True, timeout=120)
+    assert too_many.returncode == 2 and "expected [WORKSPACE] OUT" in too_many.stderr

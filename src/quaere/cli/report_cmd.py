@@ -47,7 +47,8 @@ def report(
 
 def export(
     paths: Annotated[
-        list[Path], typer.Argument(help="[WORKSPACE] OUT: the workspace (default: here) and a new folder.")
+        list[Path],
+        typer.Argument(metavar="[WORKSPACE] OUT", help="The workspace (default: here) and a new folder for the bundle."),
     ],
     k: Annotated[int, typer.Option("--k", min=1, help="As for quaere report.")] = DEFAULT_K,
 ) -> None:
