@@ -19,14 +19,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from quaere.agents.base import Agent, EndReason, SessionOutcome
+from quaere.agents.asking import CampaignQuestions, ConfiguredDetector
+from quaere.agents.base import Agent, EndReason, SessionLimits, SessionOutcome
 from quaere.agents.config import CampaignConfig
 from quaere.agents.display import CampaignView, Display, NullDisplay, best_by_group
 from quaere.agents.session import Counters, Limits, SessionHooks
 from quaere.agents.state import CampaignState, CampaignStatus, StateError, load_state, save_state
 from quaere.goal import render_goal
 from quaere.hook_state import HookBudget, update_state
-from quaere.hooks import HookDeps, MomentDetector, QuestionPicker, current_goal
+from quaere.hooks import HookDeps, MomentDetector, current_goal
 from quaere.task import Task, load_task
 from quaere.trace import (
     AgentMessage, BudgetSpent, ErrorEvent, EvaluationDone, QuestionAsked, SessionEnd, SessionStart, ToolCall,
@@ -153,7 +154,7 @@ class _Run:
             wall_s=self.wall_s, on_change=self.changed,
         )
         try:
-            outcome = self.agent.run_session(self.ws.root, opening, hooks)
+            outcome = self.agent.run_session(self.ws.root, opening, hooks, self.limits())
         except KeyboardInterrupt:
             self.end_session("interrupted")
             raise
@@ -162,6 +163,10 @@ class _Run:
             self.writer.write(ErrorEvent(session=self.session, where=f"agent:{self.agent.name}", message=outcome.detail))
         self.end_session(outcome.reason.value)
         return outcome
+
+    def limits(self) -> SessionLimits:
+        cost = self.config.budgets.cost_usd
+        return SessionLimits(cost_usd=None if cost is None else max(cost - self.counters.cost_usd, 0.0))
 
     def end_session(self, reason: str) -> None:
         self.writer.write(SessionEnd(session=self.session, reason=reason))
@@ -184,14 +189,21 @@ def _activity(event: object) -> str:
     return f"{getattr(event, 'type', '?')}: {str(text).splitlines()[0] if text else ''}"
 
 
+def _task_reference(task: str) -> str:
+    """What the workspace records: a shipped task's name, or a task folder's absolute path."""
+    folder = Path(task)
+    return str(folder.resolve()) if (folder / "task.toml").exists() else task
+
+
 def prepare_workspace(config: CampaignConfig, task: Task, resume: bool) -> tuple[Workspace, CampaignState]:
     """Create the workspace and a fresh state, or open both for a resume (closing an interrupted session)."""
     if not resume:
         if (config.workspace / ".quaere" / "campaign.json").exists():
             raise StateError(f"{config.workspace}: a campaign already exists here; resume it with --resume")
         try:
-            workspace = open_workspace(config.workspace) if (config.workspace / ".quaere" / "workspace.toml").exists() \
-                else create_workspace(config.workspace, task.spec.name, task.initial_kernel)
+            existing = (config.workspace / ".quaere" / "workspace.toml").exists()
+            workspace = open_workspace(config.workspace) if existing \
+                else create_workspace(config.workspace, _task_reference(config.task), task.initial_kernel)
         except WorkspaceError as exc:
             raise StateError(str(exc)) from None
         if workspace.root.resolve() != config.workspace.resolve():
@@ -213,26 +225,31 @@ def prepare_workspace(config: CampaignConfig, task: Task, resume: bool) -> tuple
     return workspace, state
 
 
-def hook_deps(config: CampaignConfig, workspace: Workspace, source: QuestionPicker | None,
+def hook_deps(config: CampaignConfig, workspace: Workspace, source: object | None,
               moments: MomentDetector | None) -> HookDeps:
-    """The hook handlers' dependencies for a campaign: the real ledger, task, bank and detectors, the
-    campaign's block budget, and ``record_tool_events=False`` (the campaign traces tool calls itself)."""
+    """The hook handlers' dependencies for a campaign: the real ledger and task, ``source`` behind the
+    queue of ``quaere ask``, the detectors with the campaign's settings, the campaign's block budget, and
+    ``record_tool_events=False`` (the campaign traces tool calls itself)."""
     from quaere.hook_install import Agent as HookDialect
     from quaere.hook_wiring import build_deps
+    from quaere.questions.ask import context_of, load_task_spec
+    from quaere.questions.bank import load_bank
+    from quaere.questions.sources import BankSource
 
-    overrides: dict = dict(budget=HookBudget(max_blocks=config.budgets.max_blocks), record_tool_events=False,
-                           secrets=config.secret_values())
-    if source is not None:
-        overrides["questions"] = source
-    if moments is not None:
-        overrides["moments"] = moments
-    return build_deps(workspace, HookDialect.CLAUDE_CODE, **overrides)
+    chosen = source if source is not None else BankSource(load_bank(), config.seed)
+    return build_deps(
+        workspace, HookDialect.CLAUDE_CODE,
+        questions=CampaignQuestions(workspace, chosen, context_of(load_task_spec(workspace))),
+        moments=moments if moments is not None else ConfiguredDetector(config.moments),
+        budget=HookBudget(max_blocks=config.budgets.max_blocks), record_tool_events=False,
+        secrets=config.secret_values(),
+    )
 
 
 def run_campaign(
     config: CampaignConfig,
     agent: Agent,
-    source: QuestionPicker | None = None,
+    source: object | None = None,
     moments: MomentDetector | None = None,
     *,
     resume: bool = False,
@@ -241,10 +258,11 @@ def run_campaign(
 ) -> CampaignResult:
     """Run (or resume) the campaign described by ``config`` with ``agent``.
 
-    Questions come from ``source`` (None: a question queued with ``quaere ask``, else the bank's policy);
-    moments from ``moments`` (None: the five detectors of quaere.questions.moments).
-    Returns when the goal is met, a budget is spent, or sessions keep failing (then resumable). Ctrl-C
-    closes the session as interrupted, saves the state and re-raises ``KeyboardInterrupt``.
+    ``source`` is a question source of :mod:`quaere.questions.sources` (``choose(moment, context, asked,
+    evidence)``; None: the bank's policy under ``config.seed``); a question a person queued with
+    ``quaere ask`` always goes first. ``moments`` detects the moments (None: the five detectors with
+    ``config.moments``). Returns when the goal is met, a budget is spent, or sessions keep failing (then
+    resumable). Ctrl-C closes the session as interrupted, saves the state and re-raises.
     """
     task = load_task(config.task)
     workspace, state = prepare_workspace(config, task, resume)

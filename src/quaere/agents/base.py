@@ -46,6 +46,13 @@ class ToolAnswer:
 
 
 @dataclass(frozen=True)
+class SessionLimits:
+    """What is left of the campaign's budgets when a session starts (None: no limit)."""
+
+    cost_usd: float | None = None  # a backend that can cap its own spending (the Claude SDK) does so
+
+
+@dataclass(frozen=True)
 class SessionOutcome:
     """What one session did."""
 
@@ -80,6 +87,6 @@ class Agent(Protocol):
 
     name: str  # backend name as written in the trace: claude, openai, scripted
 
-    def run_session(self, workspace: Path, opening: str, hooks: HookSet) -> SessionOutcome:
+    def run_session(self, workspace: Path, opening: str, hooks: HookSet, limits: SessionLimits) -> SessionOutcome:
         """Work in ``workspace`` from ``opening`` until the stop is allowed or ``hooks`` halts the session."""
         ...

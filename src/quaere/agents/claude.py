@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from quaere.agents.base import EndReason, HookSet, SessionOutcome, StopAnswer
+from quaere.agents.base import EndReason, HookSet, SessionLimits, SessionOutcome, StopAnswer
 from quaere.agents.config import ClaudeSettings
 from quaere.trace import AgentMessage, ToolCall, ToolResult, cut, redact
 
@@ -131,14 +131,12 @@ class ClaudeAgent:
         settings: ClaudeSettings,
         secrets: tuple[str, ...] = (),
         extra_env: dict[str, str] | None = None,
-        max_budget_usd: Callable[[], float | None] = lambda: None,
     ) -> None:
         self.settings = settings
         self.secrets = secrets
-        self.extra_env = dict(extra_env or {})
-        self.max_budget_usd = max_budget_usd  # what is left of the campaign's cost budget, asked per session
+        self.extra_env = dict(extra_env or {})  # for the CLI only, over the inherited environment
 
-    def options(self, workspace: Path, state: _SessionTrace, stderr: Callable[[str], None]) -> Any:
+    def options(self, workspace: Path, state: _SessionTrace, limits: SessionLimits, stderr: Callable[[str], None]) -> Any:
         from claude_agent_sdk import ClaudeAgentOptions
 
         env = dict(self.extra_env)
@@ -155,27 +153,27 @@ class ClaudeAgent:
             hooks=_hook_map(state, self.settings),  # type: ignore[arg-type]
             setting_sources=[],
             cli_path=self.settings.cli_path,
-            max_budget_usd=self.max_budget_usd(),
+            max_budget_usd=limits.cost_usd,
             stderr=stderr,
         )
 
-    def run_session(self, workspace: Path, opening: str, hooks: HookSet) -> SessionOutcome:
+    def run_session(self, workspace: Path, opening: str, hooks: HookSet, limits: SessionLimits) -> SessionOutcome:
         state = _SessionTrace(hooks)
         stderr: list[str] = []
         try:
-            return asyncio.run(self._session(workspace, opening, state, stderr))
+            return asyncio.run(self._session(self.options(workspace, state, limits, stderr.append), opening, state))
         except Exception as exc:  # the CLI died, the API failed: a verdict for this session, not a crash
             tail = "\n".join(stderr[-20:])
             detail = redact(f"{type(exc).__name__}: {exc}\n{tail}".strip(), self.secrets)
             return SessionOutcome(EndReason.ERROR, state.tool_calls, detail=detail)
 
-    async def _session(self, workspace: Path, opening: str, state: _SessionTrace, stderr: list[str]) -> SessionOutcome:
+    async def _session(self, options: Any, opening: str, state: _SessionTrace) -> SessionOutcome:
         from claude_agent_sdk import AssistantMessage, ClaudeSDKClient, ResultMessage, TextBlock, ToolUseBlock
         from claude_agent_sdk import ToolResultBlock, UserMessage
 
         cost: float | None = None
         subtype = ""
-        async with ClaudeSDKClient(self.options(workspace, state, stderr.append)) as client:
+        async with ClaudeSDKClient(options) as client:
             await client.query(opening)
             async for message in client.receive_response():
                 if isinstance(message, AssistantMessage) and message.parent_tool_use_id is None:

@@ -13,6 +13,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
+from quaere.questions.moments import MomentsConfig
+
 AgentKind = Literal["claude", "openai", "scripted"]
 SourceKind = Literal["bank", "human"]
 
@@ -98,6 +100,8 @@ class CampaignConfig(_Frozen):
     """Settings of the claude backend."""
     openai: OpenAISettings = OpenAISettings()
     """Settings of the openai backend."""
+    moments: MomentsConfig = MomentsConfig()
+    """Settings of the five moment detectors (plateau length, gain threshold ...)."""
     script: Path | None = None
     """For the scripted agent: a JSON file of actions (see quaere.agents.scripted)."""
     secrets: tuple[SecretStr, ...] = ()

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from quaere.agents.base import EndReason, HookSet, SessionOutcome
+from quaere.agents.base import EndReason, HookSet, SessionLimits, SessionOutcome
 from quaere.agents.bash_tool import run_bash
 from quaere.agents.config import OpenAISettings
 from quaere.trace import AgentMessage, ToolCall, ToolResult, cut, redact
@@ -60,7 +60,7 @@ class OpenAIAgent:
         self.settings = settings
         self.secrets = secrets
 
-    def run_session(self, workspace: Path, opening: str, hooks: HookSet) -> SessionOutcome:
+    def run_session(self, workspace: Path, opening: str, hooks: HookSet, limits: SessionLimits) -> SessionOutcome:
         from openai import OpenAI, OpenAIError
 
         client = OpenAI(base_url=self.settings.base_url, api_key=self.settings.api_key.get_secret_value(), max_retries=3)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from quaere.agents.base import EndReason, HookSet, SessionOutcome
+from quaere.agents.base import EndReason, HookSet, SessionLimits, SessionOutcome
 from quaere.agents.bash_tool import run_bash
 from quaere.trace import AgentMessage, ToolCall, ToolResult, cut
 
@@ -70,7 +70,7 @@ class ScriptedAgent:
         self.position = 0
         self.command_timeout_s = command_timeout_s
 
-    def run_session(self, workspace: Path, opening: str, hooks: HookSet) -> SessionOutcome:
+    def run_session(self, workspace: Path, opening: str, hooks: HookSet, limits: SessionLimits) -> SessionOutcome:
         hooks.on_prompt(opening)
         calls = 0
         while self.position < len(self.actions):

@@ -48,7 +48,7 @@ def report(
 def export(
     paths: Annotated[
         list[Path],
-        typer.Argument(metavar="[WORKSPACE] OUT", help="The workspace (default: here) and a new folder for the bundle."),
+        typer.Argument(metavar="[WORKSPACE] OUT", help="The workspace (default: here), then a new folder."),
     ],
     k: Annotated[int, typer.Option("--k", min=1, help="As for quaere report.")] = DEFAULT_K,
 ) -> None:

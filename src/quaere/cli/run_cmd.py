@@ -1,9 +1,76 @@
-"""Commands of this family are registered here (placeholder until its issue lands)."""
+"""``quaere run``: a campaign with a generalist agent (parsing only; the loop is quaere.campaign)."""
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+from typing import Optional
+
 import typer
+
+RUN_HELP = """Run a campaign: a coding agent optimizes the task's kernel over many sessions, asked short
+questions at key moments, stopped only when the goal holds or a budget is spent.
+
+\b
+Budgets (each ends the campaign cleanly with a 'budget' event in .quaere/trace.jsonl):
+  --sessions N        sessions at most (a fresh conversation each; default 16)
+  --max-tool-calls N  tool calls over the whole campaign; the session in progress is ended
+  --max-wall-min M    minutes of wall time, summed over every run of the campaign (resumes included)
+  --max-cost-usd X    dollars, where the backend reports cost (claude does; openai endpoints do not)
+  --max-blocks N      stop attempts the Stop hook may refuse over the campaign (default 50)
+A campaign that ends on a budget can be resumed with a larger one: quaere run --resume --sessions 24.
+
+\b
+Backends:
+  claude    Claude Code through the Claude Agent SDK (ANTHROPIC_API_KEY or its login; --base-url for a gateway)
+  openai    any OpenAI-compatible chat endpoint (--base-url http://localhost:8000/v1 --model NAME; OPENAI_API_KEY)
+  scripted  replays a JSON list of actions (--script FILE): demos and tests
+
+Interrupted (Ctrl-C, a crash, a killed machine)? `quaere run --resume --workspace DIR` carries on;
+nothing already in the trace is rewritten."""
 
 
 def register(app: typer.Typer) -> None:
-    """Add this family's commands to ``app``."""
+    """Add ``quaere run`` to ``app``."""
+    app.command("run", help=RUN_HELP, no_args_is_help=False)(run)
+
+
+def run(
+    task: Optional[str] = typer.Option(None, "--task", help="Shipped task name or task folder (not needed with --resume)."),
+    agent: str = typer.Option("claude", "--agent", help="claude | openai | scripted."),
+    workspace: Optional[Path] = typer.Option(None, "--workspace", help="Campaign folder (default: ./quaere-<task>)."),
+    sessions: Optional[int] = typer.Option(None, "--sessions", min=1, help="Budget: most sessions (default 16)."),
+    source: str = typer.Option("bank", "--source", help="bank (the selection policy) | human (you pick at each moment)."),
+    max_tool_calls: Optional[int] = typer.Option(None, "--max-tool-calls", min=1, help="Budget: tool calls in all."),
+    max_wall_min: Optional[float] = typer.Option(None, "--max-wall-min", min=0.01, help="Budget: minutes of wall time."),
+    max_cost_usd: Optional[float] = typer.Option(None, "--max-cost-usd", min=0.0001, help="Budget: dollars (claude)."),
+    max_blocks: Optional[int] = typer.Option(None, "--max-blocks", min=1, help="Budget: refused stop attempts."),
+    model: Optional[str] = typer.Option(None, "--model", help="Model name for the backend."),
+    base_url: Optional[str] = typer.Option(None, "--base-url", help="API root: ANTHROPIC_BASE_URL (claude) or the /v1 URL (openai)."),
+    script: Optional[Path] = typer.Option(None, "--script", help="Actions for --agent scripted (JSON list)."),
+    seed: Optional[int] = typer.Option(None, "--seed", help="Seed of the bank's question policy."),
+    resume: bool = typer.Option(False, "--resume", help="Carry on the campaign in --workspace from .quaere/."),
+    live: bool = typer.Option(True, "--live/--no-live", help="Show the live view (rich)."),
+) -> None:
+    from quaere.agents.wiring import RunRequest, WiringError, run_from_cli
+
+    request = RunRequest(
+        task=task, agent=agent, workspace=workspace, source=source, resume=resume, live=live, script=script,
+        seed=seed, sessions=sessions, max_tool_calls=max_tool_calls, max_wall_min=max_wall_min,
+        max_cost_usd=max_cost_usd, max_blocks=max_blocks, model=model, base_url=base_url,
+    )
+    try:
+        result = run_from_cli(request, dict(os.environ))
+    except WiringError as exc:
+        typer.echo(f"quaere run: {exc}", err=True)
+        raise typer.Exit(2) from None
+    except KeyboardInterrupt:
+        typer.echo("quaere run: interrupted; carry on with `quaere run --resume --workspace "
+                   f"{workspace or '.'}`", err=True)
+        raise typer.Exit(130) from None
+    typer.echo(
+        f"campaign ended: {result.reason} after {result.sessions} sessions, {result.tool_calls} tool calls, "
+        f"{result.wall_s / 60:.1f} min" + (f", ${result.cost_usd:.2f}" if result.cost_usd else "")
+        + f"; trace in {result.workspace / '.quaere' / 'trace.jsonl'}"
+    )
+    raise typer.Exit(0 if result.reason != "error" else 1)

@@ -1,0 +1,75 @@
+"""One campaign story, told to every backend: each of the five moments arises, the Stop hook blocks then
+allows, and the goal is reached. Steps are backend-neutral; each test turns them into its backend's form.
+
+1. evaluate the initial kernel (correct, ratio about 1: the first best);
+2. copy in a wrong kernel and evaluate (correctness fails);
+3. blame rounding, and evaluate again (explained-away failure);
+4. evaluate again (no new best for two evaluations: plateau);
+5. try to stop, claiming optimality (blocked: goal unmet, a claimed-limit question);
+6. copy in the fast kernel and evaluate (about 8x in one step: suspicious gain);
+7. try to stop (allowed: the goal, 2x over the initial kernel on every benchmark, is met).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from quaere.agents.config import Budgets, CampaignConfig
+from quaere.questions.moments import MomentsConfig, PlateauConfig
+from quaere.records import Moment
+from quaere.trace import QuestionAsked, StopDecision, read_trace
+
+FIXTURES = Path(__file__).parent / "fixtures"
+TASK = FIXTURES / "quick_softmax"
+KERNELS = FIXTURES / "kernels"
+BLAME = "The 0.1% mismatch is only floating-point rounding noise; the tolerance of the check is too strict."
+CLAIM = "I believe this kernel is optimal now: it is at the hardware limit and cannot be improved further."
+DONE = "The fast kernel passes every scenario and is about 8x faster than the initial one."
+EVAL = "quaere eval"
+
+
+@dataclass(frozen=True)
+class Step:
+    kind: str  # "bash", "say", "stop"
+    text: str
+
+
+def story() -> list[Step]:
+    return [
+        Step("bash", EVAL),
+        Step("bash", f"cp {KERNELS / 'wrong.cpp'} kernel.cpp && {EVAL}"),
+        Step("say", BLAME),
+        Step("bash", EVAL),
+        Step("bash", EVAL),
+        Step("stop", CLAIM),
+        Step("bash", f"cp {KERNELS / 'fast.cpp'} kernel.cpp && {EVAL}"),
+        Step("stop", DONE),
+    ]
+
+
+def campaign_config(workspace: Path, agent: str, **fields: object) -> CampaignConfig:
+    """Small budgets and a short plateau so the story fits in one session of a few evaluations."""
+    return CampaignConfig(
+        task=str(TASK), workspace=workspace, agent=agent,  # type: ignore[arg-type]
+        budgets=Budgets(sessions=2, tool_calls=40, wall_min=15),
+        moments=MomentsConfig(plateau=PlateauConfig(evaluations=2)),
+        **fields,  # type: ignore[arg-type]
+    )
+
+
+def asked_moments(trace: Path) -> set[Moment]:
+    return {e.moment for e in read_trace(trace).events if isinstance(e, QuestionAsked)}
+
+
+def stop_decisions(trace: Path) -> list[tuple[str, str]]:
+    return [(e.decision, e.goal_status) for e in read_trace(trace).events if isinstance(e, StopDecision)]
+
+
+def event_types(trace: Path) -> set[str]:
+    return {e.type for e in read_trace(trace).events}
+
+
+def first_index(items: Sequence[object], wanted: object) -> int:
+    return list(items).index(wanted)

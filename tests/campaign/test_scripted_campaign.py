@@ -1,0 +1,69 @@
+"""A whole campaign with the scripted agent on the quick CPU task: the loop, the hooks, the trace."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from quaere.agents.display import NullDisplay
+from quaere.agents.scripted import Action, ScriptedAgent
+from quaere.agents.state import CampaignStatus, load_state
+from quaere.campaign import run_campaign
+from quaere.records import Moment
+from quaere.trace import read_trace
+
+from tests.campaign.story import asked_moments, campaign_config, event_types, stop_decisions, story
+
+
+def _actions() -> list[Action]:
+    return [Action(step.kind, step.text) for step in story()]  # type: ignore[arg-type]
+
+
+def test_scripted_campaign_reaches_the_goal_through_all_five_moments(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    display = NullDisplay()
+    result = run_campaign(campaign_config(workspace, "scripted"), ScriptedAgent(_actions()), display=display)
+
+    assert result.reason == "goal_met"
+    assert result.sessions == 1
+    trace = workspace / ".quaere" / "trace.jsonl"
+    assert asked_moments(trace) == set(Moment)
+    assert stop_decisions(trace) == [("block", "unmet"), ("allow", "met")]
+    assert {"session_start", "session_end", "message", "tool_call", "tool_result", "evaluation", "moment",
+            "question", "stop_attempt", "stop_decision"} <= event_types(trace)
+    state = load_state(workspace / ".quaere" / "campaign.json")
+    assert state.status is CampaignStatus.FINISHED and state.finished_reason == "goal_met"
+    assert state.tool_calls == 5 and not state.session_open
+    # every evaluated version is kept by hash: the initial, the wrong and the fast kernel
+    kept = {p.stem for p in (workspace / ".quaere" / "candidates").iterdir()}
+    evaluated = {e.candidate_hash for e in read_trace(trace).events if e.type == "evaluation"}
+    assert evaluated == kept and len(kept) == 3
+    assert display.views[-1].best_by_group and display.views[-1].last_question
+
+
+def test_a_tool_call_budget_ends_the_campaign_cleanly(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    config = campaign_config(workspace, "scripted")
+    config = config.model_copy(update={"budgets": config.budgets.model_copy(update={"tool_calls": 2})})
+    result = run_campaign(config, ScriptedAgent(_actions()))
+
+    assert result.reason == "tool_calls" and result.tool_calls == 2
+    events = read_trace(workspace / ".quaere" / "trace.jsonl").events
+    budgets = [e for e in events if e.type == "budget"]
+    assert len(budgets) == 1 and budgets[0].budget == "tool_calls" and budgets[0].used == 2
+    assert [e.reason for e in events if e.type == "session_end"] == ["budget"]
+
+
+def test_starting_over_an_existing_campaign_is_refused(tmp_path: Path) -> None:
+    from quaere.agents.state import StateError
+
+    workspace = tmp_path / "ws"
+    config = campaign_config(workspace, "scripted")
+    config = config.model_copy(update={"budgets": config.budgets.model_copy(update={"tool_calls": 1})})
+    run_campaign(config, ScriptedAgent(_actions()))
+    with pytest.raises(StateError, match="--resume"):
+        run_campaign(config, ScriptedAgent(_actions()))
+    saved = json.loads((workspace / ".quaere" / "campaign.json").read_text())
+    assert "api_key" not in json.dumps(saved)
