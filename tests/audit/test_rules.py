@@ -114,8 +114,10 @@ def _facts_with(symbols=(), device=(), strings=(), headers=()) -> ArtifactFacts:
 
 def test_families_are_matched_exactly() -> None:
     facts = _facts_with(
-        symbols=[HostSymbol("cublasLtMatmul", "U", False), HostSymbol("std::execute::run()", "T", True)],
+        symbols=[HostSymbol("cublasLtMatmul", "U", False), HostSymbol("std::execute::run()", "T", True),
+                 HostSymbol("cudnn_like_softmax", "T", True), HostSymbol("dlopen", "U", False)],
         device=("ns::execute::step(float)",),
+        strings=("faster than cublas and cuDNN",),
         headers=("/src/execute/x.h", "/src/mycutlass_like.h"),
     )
     assert audit_facts(facts, ("cutlass", "cute", "cublas", "cudnn")) == ()  # cuBLASLt is its own family
@@ -138,3 +140,15 @@ def test_findings_per_rule_are_capped() -> None:
 def test_unknown_family_is_refused() -> None:
     with pytest.raises(UnknownFamily, match="cuFFT"):
         audit_facts(_facts_with(), ("cuFFT",))
+
+
+def test_missing_cuobjdump_leaves_the_audit_incomplete(built_cuda, monkeypatch) -> None:
+    import quaere.evaluate.audit_facts as audit_facts_module
+
+    monkeypatch.setattr(audit_facts_module, "find_cuobjdump", lambda: None)
+    item = built_cuda["cute_device"]
+    build = BuildResult(status=BuildStatus.OK, command="nvcc ...", artifact=str(item.artifact),
+                        log_tail="", included_headers=item.headers, duration_s=1.0)
+    report = run_audit(build, ALL_BANNED)
+    # Without cuobjdump the stripped CuTe kernel goes unseen: the report must say it is incomplete.
+    assert report.findings == () and report.missing_tools == ("cuobjdump",) and not report.complete

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import struct
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -93,7 +94,7 @@ class _Tools:
             self.notes.append(f"{name} failed: {exc}")
             return None
         if done.returncode != 0 and "no symbols" not in done.stderr:
-            self.notes.append(f"{name} {' '.join(args)} exited {done.returncode}: {done.stderr.strip()[-300:]}")
+            self.notes.append(f"{name} exited {done.returncode}: {done.stderr.strip()[-300:]}")
             return None
         return done.stdout
 
@@ -148,7 +149,7 @@ def collect_facts(artifact: Path, included_headers: tuple[str, ...]) -> Artifact
     try:
         has_device_code = any(s.name in DEVICE_CODE_SECTIONS for s in read_sections(artifact))
         strings = tuple(s for s in section_strings(artifact, DATA_SECTIONS) if MENTIONS_LIBRARY.search(s))
-    except (NotElf, OSError, IndexError, ValueError) as exc:  # struct.error is a ValueError
+    except (NotElf, OSError, IndexError, ValueError, struct.error) as exc:  # a truncated or odd ELF
         tools.notes.append(f"could not read sections of {artifact}: {exc}")
     device: tuple[str, ...] = ()
     if has_device_code:

@@ -25,7 +25,8 @@ class Family:
     namespace: re.Pattern[str] | None = None
     """Matches a (demangled or mangled) C++ symbol name inside the library's namespace."""
     symbol: re.Pattern[str] | None = None
-    """Matches a C API symbol name of the library (its prefix)."""
+    """Matches the start of an API symbol of the library: prefix then a capital (``cublasGemmEx``), so a
+    candidate's own ``cudnn_like_softmax`` is not taken for cuDNN."""
     library: re.Pattern[str] | None = None
     """Matches the file name (basename) of the library's shared or static object."""
     markers: tuple[str, ...] = ()
@@ -60,19 +61,19 @@ FAMILIES: tuple[Family, ...] = (
     ),
     Family(
         name="cublas",
-        symbol=re.compile(r"cublas(?!Lt)"),
+        symbol=re.compile(r"cublas(?!Lt)[A-Z]"),
         library=re.compile(r"^libcublas(?!lt)", re.IGNORECASE),
         markers=("CUBLAS_STATUS_", "CUBLAS_WORKSPACE_CONFIG"),
     ),
     Family(
         name="cublaslt",
-        symbol=re.compile(r"cublasLt"),
+        symbol=re.compile(r"cublasLt[A-Z]"),
         library=re.compile(r"^libcublaslt", re.IGNORECASE),
         markers=("CUBLASLT_LOG_LEVEL", "CUBLASLT_LOG_MASK"),
     ),
     Family(
         name="cudnn",
-        symbol=re.compile(r"cudnn"),
+        symbol=re.compile(r"cudnn(?:[A-Z]|_frontend::)"),
         library=re.compile(r"^libcudnn", re.IGNORECASE),
         markers=("CUDNN_STATUS_", "CUDNN_LOGLEVEL_DBG", "CUDNN_LOGDEST_DBG"),
     ),
