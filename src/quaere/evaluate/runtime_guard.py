@@ -159,8 +159,11 @@ def runtime_findings(log_path: Path, candidate_artifact: Path, banned: tuple[str
         raise GuardNotActive(f"{log_path}: the dlopen guard never loaded in the worker")
     fams = _library_families(banned)
     findings: list[AuditFinding] = []
+    is_candidate: dict[str, bool] = {}  # a worker's log repeats a few callers thousands of times
     for call in calls:
-        if call.kind == "loaded" or not _same_object(call.caller, candidate_artifact):
+        if call.caller not in is_candidate:
+            is_candidate[call.caller] = _same_object(call.caller, candidate_artifact)
+        if call.kind == "loaded" or not is_candidate[call.caller]:
             continue
         for fam in fams:
             if call.kind in ("dlopen", "dlmopen") and fam.names_library(call.name):
