@@ -130,13 +130,16 @@ class NumpyOps:
 
 
 class TorchCudaOps:
-    """ArrayOps over torch tensors on the current CUDA device. Float types: float32, bfloat16, float16."""
+    """ArrayOps over torch tensors on the current CUDA device. Float types: float32, bfloat16, float16.
 
-    def __init__(self) -> None:
+    ``device="cpu"`` runs the same code on CPU tensors, so its logic is tested where no GPU is.
+    """
+
+    def __init__(self, device: str = "cuda") -> None:
         import torch
 
         self.torch = torch
-        self.device = torch.device("cuda", torch.cuda.current_device())
+        self.device = torch.device("cuda", torch.cuda.current_device()) if device == "cuda" else torch.device(device)
 
     def _dtype(self, name: str) -> Any:
         pattern_for(name)
@@ -191,7 +194,8 @@ class TorchCudaOps:
         return f"device-sums:{words.numel()}:{int(total.item())}:{int(weighted.item())}"
 
     def synchronize(self) -> None:
-        self.torch.cuda.synchronize()
+        if self.device.type == "cuda":
+            self.torch.cuda.synchronize()
 
     def workspace(self, nbytes: int) -> Any:
         if nbytes <= 0:

@@ -20,7 +20,7 @@ class DeviceProbe:
     info: DeviceInfo
     available: bool
     reason: str = ""
-    """Why the device is not available ('' when it is)."""
+    """Why no GPU is usable, e.g. 'nvidia-smi not found' ('' when the device is available)."""
 
 
 def _cpu_model() -> str:
@@ -63,20 +63,20 @@ def probe_device(kind: str) -> DeviceProbe:
     no_gpu = DeviceInfo(name="none")
     visible = cuda_visible_devices()
     if visible is not None and visible.strip() in ("", "-1"):
-        return DeviceProbe(no_gpu, False, "no GPU: CUDA_VISIBLE_DEVICES hides every GPU")
+        return DeviceProbe(no_gpu, False, "CUDA_VISIBLE_DEVICES hides every GPU")
     smi = shutil.which("nvidia-smi")
     if smi is None:
-        return DeviceProbe(no_gpu, False, "no GPU: nvidia-smi not found")
+        return DeviceProbe(no_gpu, False, "nvidia-smi not found")
     try:
         run = subprocess.run(
             [smi, f"--query-gpu={NVIDIA_SMI_FIELDS}", "--format=csv,noheader,nounits"],
             capture_output=True, text=True, timeout=30, check=False,
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
-        return DeviceProbe(no_gpu, False, f"no GPU: nvidia-smi failed ({exc})")
+        return DeviceProbe(no_gpu, False, f"nvidia-smi failed: {exc}")
     info = parse_nvidia_smi(run.stdout, visible) if run.returncode == 0 else None
     if info is None:
-        return DeviceProbe(no_gpu, False, f"no GPU: nvidia-smi lists none ({run.stderr.strip()[:200]})")
+        return DeviceProbe(no_gpu, False, f"nvidia-smi lists none: {run.stderr.strip()[:200]}")
     return DeviceProbe(info=info, available=True)
 
 

@@ -94,7 +94,7 @@ def _why_not_run(build: BuildResult, options: EvalOptions, reason: str) -> str:
         return "build failed: nothing was run"
     if options.no_device:
         return "no_device requested: build and audit only, nothing was run"
-    return f"{reason}: nothing was run" if reason else ""
+    return f"no GPU ({reason}): nothing was run" if reason else ""
 
 
 def _correctness(
@@ -191,7 +191,7 @@ def run_evaluation(task: Task, candidate: Path, options: EvalOptions, progress: 
                 notes.append(f"timing skipped: {'audit findings' if audit else f'{failed} scenario(s) failed'}")
             elif options.benchmark:
                 benches, note = _benchmarks(task, seed, options, sup, progress)
-                notes.extend([note] if note else [])
+                notes.extend(n for n in (note, sup.clock_note) if n)
         audit = audit + tuple(f for f in guard.findings() if f not in audit)
         notes.extend([guard.note] if guard.note else [])
     finally:

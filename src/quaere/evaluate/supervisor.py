@@ -140,6 +140,8 @@ class Supervisor:
         self._started = 0
         self._start_failure: WorkerLost | None = None
         self.worker_deaths = 0
+        self.clock_note = ""
+        """What the worker's timer could not do (e.g. reset persisting L2 lines), '' when nothing."""
 
     def __enter__(self) -> Supervisor:
         return self
@@ -218,4 +220,5 @@ class Supervisor:
         if reply.get("fault") or not reply.get("ok"):
             detail = reply["verdict"]["detail"] if reply.get("fault") else str(reply.get("error"))
             return [Timing(impl=i, status=TimingStatus.FAILED, detail=detail) for i in impls]
+        self.clock_note = reply.get("clock_note", "") or self.clock_note
         return [Timing.model_validate(t) for t in reply["timings"]]

@@ -27,7 +27,9 @@ DEFAULT_CPU_FLUSH_BYTES = 64 << 20
 
 
 class Clock(Protocol):
-    """Times one call and empties the caches between calls."""
+    """Times one call and empties the caches between calls; ``note`` says what it could not do."""
+
+    note: str
 
     def flush(self) -> None:
         """Evict the caches (and reset persisting L2 lines where that exists)."""
@@ -59,6 +61,7 @@ class CpuClock:
 
         self._buffer = numpy.zeros(_cpu_flush_bytes(), dtype=numpy.uint8) if flush else None
         self._value = 0
+        self.note = ""
 
     def flush(self) -> None:
         if self._buffer is not None:
@@ -104,8 +107,8 @@ class CudaClock:
     def flush(self) -> None:
         if self._buffer is None:
             return
-        if self._reset is not None:
-            self._reset()
+        if self._reset is not None and self._reset() != 0:
+            self._reset, self.note = None, "cuCtxResetPersistingL2Cache failed; L2 flushed by overwrite only"
         self._buffer.fill_(0x5A)
 
     def time_call(self, call: Callable[[], None]) -> float:

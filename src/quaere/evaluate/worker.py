@@ -101,7 +101,8 @@ def _handle(state: WorkerState | None, request: dict) -> tuple[WorkerState | Non
     if op == "time":
         timing_rule = TimingRule.model_validate(request["timing"])
         timings = time_scenario(state, scenario, seed, _rule(request), timing_rule, tuple(request["comparisons"]))
-        return state, {"ok": True, "timings": [t.model_dump(mode="json") for t in timings]}
+        note = state.clock(timing_rule.flush_l2).note
+        return state, {"ok": True, "timings": [t.model_dump(mode="json") for t in timings], "clock_note": note}
     return state, {"ok": False, "error": f"unknown op {op!r}"}
 
 
