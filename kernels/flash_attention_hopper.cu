@@ -18,8 +18,17 @@
 #include <stdint.h>
 #include <math.h>
 
-#ifndef FAH_PINGPONG  // 1: the two consumer warpgroups take turns issuing GEMMs (FA3's ping-pong)
-#define FAH_PINGPONG 1
+#ifndef FAH_PP64  // 1: the two consumer warpgroups take turns issuing GEMMs (FA3's ping-pong)
+#define FAH_PP64 0
+#endif
+#ifndef FAH_PP128
+#define FAH_PP128 1
+#endif
+#ifndef FAH_BN128  // KV tile width for head dim 128
+#define FAH_BN128 128
+#endif
+#ifndef FAH_PP256
+#define FAH_PP256 1
 #endif
 
 namespace fah {
@@ -170,8 +179,8 @@ template <> __device__ __forceinline__ void wgmma_rs<256>(float* d, const uint32
 struct Params {
   __nv_bfloat16* o;
   float* lse;
-  int seqlen_q, seqlen_k, heads_q, group;  // group = heads_q / heads_kv
-  int causal, num_m_blocks;
+  int batch, seqlen_q, seqlen_k, heads_q, group;  // group = heads_q / heads_kv
+  int causal, num_m_blocks, heads_per_group;
   float scale, scale_log2;
 };
 
@@ -183,7 +192,7 @@ struct Layout {
   static constexpr int Q_BYTES = kBM * D * 2;
   static constexpr int KV_BYTES = BN * D * 2;  // one K (or V) stage
   static constexpr int BAR_OFF = Q_BYTES + 2 * STAGES * KV_BYTES;
-  static constexpr int SMEM = BAR_OFF + 8 * (1 + 4 * STAGES) + 1024;  // + alignment slack
+  static constexpr int SMEM = BAR_OFF + 8 * (2 + 4 * STAGES) + 1024;  // + alignment slack
 };
 
 // Online-softmax step on one S tile held in registers (this thread: rows r0 and r0+8, BN/4 cols
@@ -233,7 +242,7 @@ __device__ __forceinline__ void softmax_tile(float* s, float& m0, float& m1, flo
   l1 = l1 * sc1 + sum1;
 }
 
-template <int D, int BN, int STAGES>
+template <int D, int BN, int STAGES, bool PINGPONG>
 __global__ void __launch_bounds__(kThreads, 1)
     fa_fwd_kernel(const __grid_constant__ CUtensorMap tmQ, const __grid_constant__ CUtensorMap tmK,
                   const __grid_constant__ CUtensorMap tmV, const Params p) {
@@ -245,28 +254,41 @@ __global__ void __launch_bounds__(kThreads, 1)
   const uint32_t sK = sQ + L::Q_BYTES;
   const uint32_t sV = sK + STAGES * L::KV_BYTES;
   const uint32_t bar = sQ + L::BAR_OFF;
-  const uint32_t barQ = bar;
-  auto barFullK = [&](int s) { return bar + 8 + 8 * s; };
-  auto barFullV = [&](int s) { return bar + 8 + 8 * (STAGES + s); };
-  auto barEmptyK = [&](int s) { return bar + 8 + 8 * (2 * STAGES + s); };
-  auto barEmptyV = [&](int s) { return bar + 8 + 8 * (3 * STAGES + s); };
+  const uint32_t barQ = bar, barQEmpty = bar + 8;
+  auto barFullK = [&](int s) { return bar + 16 + 8 * s; };
+  auto barFullV = [&](int s) { return bar + 16 + 8 * (STAGES + s); };
+  auto barEmptyK = [&](int s) { return bar + 16 + 8 * (2 * STAGES + s); };
+  auto barEmptyV = [&](int s) { return bar + 16 + 8 * (3 * STAGES + s); };
 
-  const int bh = blockIdx.x;
-  const int b = bh / p.heads_q, h = bh % p.heads_q, hkv = h / p.group;
-  const int m_block = p.num_m_blocks - 1 - blockIdx.y;  // heaviest causal tiles launch first
-  const int m0 = m_block * kBM;
+  const int num_bh = p.batch * p.heads_q;
+  const int num_tiles = p.num_m_blocks * num_bh;
   const int off = p.seqlen_k - p.seqlen_q;  // bottom-right causal alignment
   const int n_total = (p.seqlen_k + BN - 1) / BN;
-  int n_max = n_total;
-  if (p.causal) {
-    const int lim = m0 + kBM + off;  // keys visible to the tile's last row: j < lim
-    n_max = lim <= 0 ? 0 : min(n_total, (lim + BN - 1) / BN);
-  }
+  // Persistent schedule over tiles t: heads are taken in groups whose K/V fit in L2
+  // (p.heads_per_group batch*head entries), and inside a group the query blocks go from the last
+  // (heaviest when causal) to the first, heads fastest, so CTAs running together share K/V in L2.
+  auto tile_info = [&](int t, int& b, int& h, int& m0, int& n_max) {
+    const int tiles_per_group = p.heads_per_group * p.num_m_blocks;
+    const int g = t / tiles_per_group;
+    const int r = t - g * tiles_per_group;
+    const int bh0 = g * p.heads_per_group;
+    const int cur = min(p.heads_per_group, num_bh - bh0);
+    const int bh = bh0 + r % cur;
+    b = bh / p.heads_q;
+    h = bh % p.heads_q;
+    m0 = (p.num_m_blocks - 1 - r / cur) * kBM;
+    n_max = n_total;
+    if (p.causal) {
+      const int lim = m0 + kBM + off;  // keys visible to the tile's last row: j < lim
+      n_max = lim <= 0 ? 0 : min(n_total, (lim + BN - 1) / BN);
+    }
+  };
 
   const int tid = threadIdx.x;
   const int wg = tid / 128;
   if (tid == 0) {
     mbar_init(barQ, 1);
+    mbar_init(barQEmpty, 256);
     for (int s = 0; s < STAGES; ++s) {
       mbar_init(barFullK(s), 1);
       mbar_init(barFullV(s), 1);
@@ -280,24 +302,33 @@ __global__ void __launch_bounds__(kThreads, 1)
 
   if (wg == 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 24;\n");
-    if (tid == 0 && n_max > 0) {
-      mbar_expect_tx(barQ, L::Q_BYTES);
+    if (tid == 0) {
+      int kv_it = 0, q_it = 0;
+      for (int t = blockIdx.x; t < num_tiles; t += gridDim.x) {
+        int b, h, m0, n_max;
+        tile_info(t, b, h, m0, n_max);
+        if (n_max <= 0) continue;
+        const int hkv = h / p.group;
+        mbar_wait(barQEmpty, (q_it & 1) ^ 1);
+        mbar_expect_tx(barQ, L::Q_BYTES);
 #pragma unroll
-      for (int c = 0; c < DC; ++c) tma_load_4d(sQ + c * kBM * 128, &tmQ, barQ, c * 64, h, m0, b);
-      for (int it = 0; it < n_max; ++it) {
-        const int n = n_max - 1 - it;
-        const int s = it % STAGES;
-        const uint32_t ph = (it / STAGES) & 1;
-        mbar_wait(barEmptyK(s), ph ^ 1);
-        mbar_expect_tx(barFullK(s), L::KV_BYTES);
+        for (int c = 0; c < DC; ++c) tma_load_4d(sQ + c * kBM * 128, &tmQ, barQ, c * 64, h, m0, b);
+        ++q_it;
+        for (int it = 0; it < n_max; ++it, ++kv_it) {
+          const int n = n_max - 1 - it;
+          const int s = kv_it % STAGES;
+          const uint32_t ph = (kv_it / STAGES) & 1;
+          mbar_wait(barEmptyK(s), ph ^ 1);
+          mbar_expect_tx(barFullK(s), L::KV_BYTES);
 #pragma unroll
-        for (int c = 0; c < DC; ++c)
-          tma_load_4d(sK + s * L::KV_BYTES + c * BN * 128, &tmK, barFullK(s), c * 64, hkv, n * BN, b);
-        mbar_wait(barEmptyV(s), ph ^ 1);
-        mbar_expect_tx(barFullV(s), L::KV_BYTES);
+          for (int c = 0; c < DC; ++c)
+            tma_load_4d(sK + s * L::KV_BYTES + c * BN * 128, &tmK, barFullK(s), c * 64, hkv, n * BN, b);
+          mbar_wait(barEmptyV(s), ph ^ 1);
+          mbar_expect_tx(barFullV(s), L::KV_BYTES);
 #pragma unroll
-        for (int c = 0; c < DC; ++c)
-          tma_load_4d(sV + s * L::KV_BYTES + c * BN * 128, &tmV, barFullV(s), c * 64, hkv, n * BN, b);
+          for (int c = 0; c < DC; ++c)
+            tma_load_4d(sV + s * L::KV_BYTES + c * BN * 128, &tmV, barFullV(s), c * 64, hkv, n * BN, b);
+        }
       }
     }
     return;
@@ -305,136 +336,147 @@ __global__ void __launch_bounds__(kThreads, 1)
 
   asm volatile("setmaxnreg.inc.sync.aligned.u32 240;\n");
   const int cw = wg - 1;
-  const int t = tid % 128, warp = t / 32, lane = t % 32;
-  const int row0 = m0 + cw * 64 + warp * 16 + lane / 4;  // this thread's rows: row0, row0 + 8
-  const int row1 = row0 + 8;
+  const int t128 = tid % 128, warp = t128 / 32, lane = t128 % 32;
   const int colq = 2 * (lane % 4);
   const float sl2 = p.scale_log2;
+  int kv_it = 0, q_it = 0;
 
-  float o[D / 2];
-#pragma unroll
-  for (int i = 0; i < D / 2; ++i) o[i] = 0.f;
-  float mA = -INFINITY, mB = -INFINITY, lA = 0.f, lB = 0.f;
+  for (int t = blockIdx.x; t < num_tiles; t += gridDim.x) {
+    int b, h, m0, n_max;
+    tile_info(t, b, h, m0, n_max);
+    const int row0 = m0 + cw * 64 + warp * 16 + lane / 4;  // this thread's rows: row0, row0 + 8
+    const int row1 = row0 + 8;
 
-  if (n_max > 0) {
-    float s[BN / 2];
-    uint32_t pf[BN / 4];
-    const int lim0 = p.causal ? min(p.seqlen_k, row0 + off + 1) : p.seqlen_k;
-    const int lim1 = p.causal ? min(p.seqlen_k, row1 + off + 1) : p.seqlen_k;
-    auto gemm_s = [&](int st) {
-      wgmma_fence();
+    float o[D / 2];
 #pragma unroll
-      for (int kk = 0; kk < D / 16; ++kk) {
-        const uint64_t da = make_desc(sQ + (kk / 4) * kBM * 128 + cw * 64 * 128 + (kk % 4) * 32, 16, 1024);
-        const uint64_t db = make_desc(sK + st * L::KV_BYTES + (kk / 4) * BN * 128 + (kk % 4) * 32, 16, 1024);
-        wgmma_ss<BN>(s, da, db, kk > 0 ? 1 : 0);
+    for (int i = 0; i < D / 2; ++i) o[i] = 0.f;
+    float mA = -INFINITY, mB = -INFINITY, lA = 0.f, lB = 0.f;
+
+    if (n_max > 0) {
+      float s[BN / 2];
+      uint32_t pf[BN / 4];
+      const int lim0 = p.causal ? min(p.seqlen_k, row0 + off + 1) : p.seqlen_k;
+      const int lim1 = p.causal ? min(p.seqlen_k, row1 + off + 1) : p.seqlen_k;
+      auto gemm_s = [&](int st) {
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < D / 16; ++kk) {
+          const uint64_t da = make_desc(sQ + (kk / 4) * kBM * 128 + cw * 64 * 128 + (kk % 4) * 32, 16, 1024);
+          const uint64_t db = make_desc(sK + st * L::KV_BYTES + (kk / 4) * BN * 128 + (kk % 4) * 32, 16, 1024);
+          wgmma_ss<BN>(s, da, db, kk > 0 ? 1 : 0);
+        }
+        wgmma_commit();
+      };
+      auto gemm_pv = [&](int st) {
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < BN / 16; ++kk) {
+          const uint64_t db = make_desc(sV + st * L::KV_BYTES + kk * 2048, BN * 128, 1024);
+          wgmma_rs<D>(o, &pf[4 * kk], db, 1);
+        }
+        wgmma_commit();
+      };
+      auto softmax = [&](int n, float& sc0, float& sc1) {
+        const bool need_mask = (n * BN + BN > p.seqlen_k) || (p.causal && n * BN + BN - 1 > m0 + off);
+        if (need_mask)
+          softmax_tile<BN, true>(s, mA, mB, lA, lB, sc0, sc1, n * BN + colq, lim0, lim1, sl2);
+        else
+          softmax_tile<BN, false>(s, mA, mB, lA, lB, sc0, sc1, n * BN + colq, lim0, lim1, sl2);
+      };
+      auto convert_p = [&]() {
+#pragma unroll
+        for (int j = 0; j < BN / 4; ++j) pf[j] = pack_bf16(s[2 * j], s[2 * j + 1]);
+      };
+      // Ping-pong: warpgroup cw issues its GEMMs between named_sync(1 + cw) and an arrive on the
+      // other's barrier, so one warpgroup's softmax runs while the other's GEMMs use the tensor
+      // cores. Per tile both barriers see as many arrives as syncs.
+      auto turn_begin = [&]() { if (PINGPONG) named_sync(1 + cw, 256); };
+      auto turn_end = [&]() { if (PINGPONG) named_arrive(2 - cw, 256); };
+      if (PINGPONG && cw == 1) named_arrive(1, 256);  // warpgroup 1 goes first
+
+      mbar_wait(barQ, q_it & 1);
+      {
+        const int st = kv_it % STAGES;
+        mbar_wait(barFullK(st), (kv_it / STAGES) & 1);
+        turn_begin();
+        gemm_s(st);
+        turn_end();
+        wgmma_wait<0>();
+        fence_regs<BN / 2>(s);
+        mbar_arrive(barEmptyK(st));
+        float sc0, sc1;
+        softmax(n_max - 1, sc0, sc1);
+        convert_p();
       }
-      wgmma_commit();
-    };
-    auto gemm_pv = [&](int st) {
-      wgmma_fence();
+      for (int it = 1; it < n_max; ++it) {
+        const int n = n_max - 1 - it;
+        const int g = kv_it + it;
+        const int st = g % STAGES, pst = (g - 1) % STAGES;
+        mbar_wait(barFullK(st), (g / STAGES) & 1);
+        mbar_wait(barFullV(pst), ((g - 1) / STAGES) & 1);
+        turn_begin();
+        gemm_s(st);
+        gemm_pv(pst);
+        turn_end();
+        wgmma_wait<1>();
+        fence_regs<BN / 2>(s);
+        mbar_arrive(barEmptyK(st));
+        float sc0, sc1;
+        softmax(n, sc0, sc1);
+        wgmma_wait<0>();
+        fence_regs<D / 2>(o);
+        fence_regs_u<BN / 4>(pf);
+        mbar_arrive(barEmptyV(pst));
 #pragma unroll
-      for (int kk = 0; kk < BN / 16; ++kk) {
-        const uint64_t db = make_desc(sV + st * L::KV_BYTES + kk * 2048, BN * 128, 1024);
-        wgmma_rs<D>(o, &pf[4 * kk], db, 1);
+        for (int i = 0; i < D / 8; ++i) {
+          o[4 * i + 0] *= sc0;
+          o[4 * i + 1] *= sc0;
+          o[4 * i + 2] *= sc1;
+          o[4 * i + 3] *= sc1;
+        }
+        convert_p();
       }
-      wgmma_commit();
-    };
-    auto softmax = [&](int n, float& sc0, float& sc1) {
-      const bool need_mask = (n * BN + BN > p.seqlen_k) || (p.causal && n * BN + BN - 1 > m0 + off);
-      if (need_mask)
-        softmax_tile<BN, true>(s, mA, mB, lA, lB, sc0, sc1, n * BN + colq, lim0, lim1, sl2);
-      else
-        softmax_tile<BN, false>(s, mA, mB, lA, lB, sc0, sc1, n * BN + colq, lim0, lim1, sl2);
-    };
-    auto convert_p = [&]() {
-#pragma unroll
-      for (int j = 0; j < BN / 4; ++j) pf[j] = pack_bf16(s[2 * j], s[2 * j + 1]);
-    };
-
-    // Ping-pong: warpgroup cw issues its GEMMs between named_sync(1 + cw) and an arrive on the
-    // other's barrier, so one warpgroup's softmax runs while the other's GEMMs use the tensor cores.
-    auto turn_begin = [&]() { if (FAH_PINGPONG) named_sync(1 + cw, 256); };
-    auto turn_end = [&]() { if (FAH_PINGPONG) named_arrive(2 - cw, 256); };
-    if (FAH_PINGPONG && cw == 1) named_arrive(1, 256);  // warpgroup 1 goes first
-
-    mbar_wait(barQ, 0);
-    {
-      mbar_wait(barFullK(0), 0);
-      turn_begin();
-      gemm_s(0);
-      turn_end();
-      wgmma_wait<0>();
-      fence_regs<BN / 2>(s);
-      mbar_arrive(barEmptyK(0));
-      float sc0, sc1;
-      softmax(n_max - 1, sc0, sc1);
-      convert_p();
-    }
-    for (int it = 1; it < n_max; ++it) {
-      const int n = n_max - 1 - it;
-      const int st = it % STAGES, pst = (it - 1) % STAGES;
-      mbar_wait(barFullK(st), (it / STAGES) & 1);
-      mbar_wait(barFullV(pst), ((it - 1) / STAGES) & 1);
-      turn_begin();
-      gemm_s(st);
-      gemm_pv(pst);
-      turn_end();
-      wgmma_wait<1>();
-      fence_regs<BN / 2>(s);
-      mbar_arrive(barEmptyK(st));
-      float sc0, sc1;
-      softmax(n, sc0, sc1);
-      wgmma_wait<0>();
-      fence_regs<D / 2>(o);
-      fence_regs_u<BN / 4>(pf);
-      mbar_arrive(barEmptyV(pst));
-#pragma unroll
-      for (int i = 0; i < D / 8; ++i) {
-        o[4 * i + 0] *= sc0;
-        o[4 * i + 1] *= sc0;
-        o[4 * i + 2] *= sc1;
-        o[4 * i + 3] *= sc1;
+      mbar_arrive(barQEmpty);  // every S GEMM of this tile has completed: Q may be overwritten
+      {
+        const int g = kv_it + n_max - 1, lst = g % STAGES;
+        mbar_wait(barFullV(lst), (g / STAGES) & 1);
+        turn_begin();
+        gemm_pv(lst);
+        turn_end();
+        if (PINGPONG && cw == 0) named_sync(1, 256);  // consume warpgroup 2's last arrive
+        wgmma_wait<0>();
+        fence_regs<D / 2>(o);
+        fence_regs_u<BN / 4>(pf);
+        mbar_arrive(barEmptyV(lst));
       }
-      convert_p();
+      kv_it += n_max;
+      ++q_it;
     }
-    {
-      const int last = n_max - 1, lst = last % STAGES;
-      mbar_wait(barFullV(lst), (last / STAGES) & 1);
-      turn_begin();
-      gemm_pv(lst);
-      turn_end();
-      if (FAH_PINGPONG && cw == 0) named_sync(1, 256);  // consume warpgroup 2's last arrive
-      wgmma_wait<0>();
-      fence_regs<D / 2>(o);
-      fence_regs_u<BN / 4>(pf);
-      mbar_arrive(barEmptyV(lst));
-    }
-  }
 
-  // Epilogue: finish the row sums across the quad, normalise, write O and LSE.
-  lA += __shfl_xor_sync(0xffffffff, lA, 1);
-  lA += __shfl_xor_sync(0xffffffff, lA, 2);
-  lB += __shfl_xor_sync(0xffffffff, lB, 1);
-  lB += __shfl_xor_sync(0xffffffff, lB, 2);
-  const float invA = lA > 0.f ? 1.f / lA : 0.f;
-  const float invB = lB > 0.f ? 1.f / lB : 0.f;
-  const int b_h_stride = p.heads_q * D;
-  if (row0 < p.seqlen_q) {
-    __nv_bfloat16* op = p.o + ((int64_t)b * p.seqlen_q + row0) * b_h_stride + (int64_t)h * D + colq;
+    // Epilogue: finish the row sums across the quad, normalise, write O and LSE.
+    lA += __shfl_xor_sync(0xffffffff, lA, 1);
+    lA += __shfl_xor_sync(0xffffffff, lA, 2);
+    lB += __shfl_xor_sync(0xffffffff, lB, 1);
+    lB += __shfl_xor_sync(0xffffffff, lB, 2);
+    const float invA = lA > 0.f ? 1.f / lA : 0.f;
+    const float invB = lB > 0.f ? 1.f / lB : 0.f;
+    const int row_stride = p.heads_q * D;
+    if (row0 < p.seqlen_q) {
+      __nv_bfloat16* op = p.o + ((int64_t)b * p.seqlen_q + row0) * row_stride + (int64_t)h * D + colq;
 #pragma unroll
-    for (int i = 0; i < D / 8; ++i)
-      *reinterpret_cast<uint32_t*>(op + 8 * i) = pack_bf16(o[4 * i + 0] * invA, o[4 * i + 1] * invA);
-    if ((lane & 3) == 0)
-      p.lse[((int64_t)b * p.heads_q + h) * p.seqlen_q + row0] = lA > 0.f ? mA * p.scale + logf(lA) : -INFINITY;
-  }
-  if (row1 < p.seqlen_q) {
-    __nv_bfloat16* op = p.o + ((int64_t)b * p.seqlen_q + row1) * b_h_stride + (int64_t)h * D + colq;
+      for (int i = 0; i < D / 8; ++i)
+        *reinterpret_cast<uint32_t*>(op + 8 * i) = pack_bf16(o[4 * i + 0] * invA, o[4 * i + 1] * invA);
+      if ((lane & 3) == 0)
+        p.lse[((int64_t)b * p.heads_q + h) * p.seqlen_q + row0] = lA > 0.f ? mA * p.scale + logf(lA) : -INFINITY;
+    }
+    if (row1 < p.seqlen_q) {
+      __nv_bfloat16* op = p.o + ((int64_t)b * p.seqlen_q + row1) * row_stride + (int64_t)h * D + colq;
 #pragma unroll
-    for (int i = 0; i < D / 8; ++i)
-      *reinterpret_cast<uint32_t*>(op + 8 * i) = pack_bf16(o[4 * i + 2] * invB, o[4 * i + 3] * invB);
-    if ((lane & 3) == 0)
-      p.lse[((int64_t)b * p.heads_q + h) * p.seqlen_q + row1] = lB > 0.f ? mB * p.scale + logf(lB) : -INFINITY;
+      for (int i = 0; i < D / 8; ++i)
+        *reinterpret_cast<uint32_t*>(op + 8 * i) = pack_bf16(o[4 * i + 2] * invB, o[4 * i + 3] * invB);
+      if ((lane & 3) == 0)
+        p.lse[((int64_t)b * p.heads_q + h) * p.seqlen_q + row1] = lB > 0.f ? mB * p.scale + logf(lB) : -INFINITY;
+    }
   }
 }
 
@@ -469,7 +511,17 @@ static bool make_map(CUtensorMap* map, const void* ptr, int d, int heads, int se
              CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
-template <int D, int BN, int STAGES>
+static int num_sms() {
+  static int n = 0;
+  if (n == 0) {
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+      n = 132;
+  }
+  return n;
+}
+
+template <int D, int BN, int STAGES, bool PINGPONG>
 static int launch(const void* q, const void* k, const void* v, void* o, float* lse, int batch, int sq, int sk,
                   int hq, int hkv, float scale, int causal, cudaStream_t stream) {
   using L = Layout<D, BN, STAGES>;
@@ -479,7 +531,7 @@ static int launch(const void* q, const void* k, const void* v, void* o, float* l
     return 4;
   static bool attr_set = false;
   if (!attr_set) {
-    if (cudaFuncSetAttribute(fa_fwd_kernel<D, BN, STAGES>, cudaFuncAttributeMaxDynamicSharedMemorySize, L::SMEM) !=
+    if (cudaFuncSetAttribute(fa_fwd_kernel<D, BN, STAGES, PINGPONG>, cudaFuncAttributeMaxDynamicSharedMemorySize, L::SMEM) !=
         cudaSuccess)
       return 5;
     attr_set = true;
@@ -487,16 +539,23 @@ static int launch(const void* q, const void* k, const void* v, void* o, float* l
   Params p;
   p.o = static_cast<__nv_bfloat16*>(o);
   p.lse = lse;
+  p.batch = batch;
   p.seqlen_q = sq;
   p.seqlen_k = sk;
   p.heads_q = hq;
   p.group = hq / hkv;
   p.causal = causal ? 1 : 0;
   p.num_m_blocks = (sq + kBM - 1) / kBM;
+  // Heads per scheduling group: their K/V (2 * Sk * D * 2 bytes per kv head, shared by `group`
+  // query heads) should fit in about half of the 50 MB L2.
+  const double kv_bytes_per_qhead = 4.0 * sk * D / (hq / hkv);
+  const double fit = 24.0 * 1024 * 1024 / kv_bytes_per_qhead;
+  p.heads_per_group = fit < 1.0 ? 1 : (fit > batch * hq ? batch * hq : (int)fit);
   p.scale = scale;
   p.scale_log2 = scale * 1.4426950408889634f;
-  dim3 grid(batch * hq, p.num_m_blocks);
-  fa_fwd_kernel<D, BN, STAGES><<<grid, kThreads, L::SMEM, stream>>>(mq, mk, mv, p);
+  const int64_t tiles = (int64_t)batch * hq * p.num_m_blocks;
+  const int grid = (int)(tiles < num_sms() ? tiles : num_sms());
+  fa_fwd_kernel<D, BN, STAGES, PINGPONG><<<grid, kThreads, L::SMEM, stream>>>(mq, mk, mv, p);
   return cudaGetLastError() == cudaSuccess ? 0 : 6;
 }
 
@@ -512,12 +571,12 @@ extern "C" int attention_forward(const void* q, const void* k, const void* v, vo
   if (batch <= 0 || seqlen_q <= 0 || seqlen_k <= 0 || heads_q <= 0 || heads_kv <= 0) return 1;
   if (heads_q % heads_kv != 0) return 2;
   if (((uintptr_t)q | (uintptr_t)k | (uintptr_t)v | (uintptr_t)o) & 15) return 3;  // TMA needs 16 B
-  if ((int64_t)batch * heads_q > 0x7fffffff || (seqlen_q + fah::kBM - 1) / fah::kBM > 65535) return 1;
+  if ((int64_t)batch * heads_q * ((seqlen_q + fah::kBM - 1) / fah::kBM) > 0x7fffffff) return 1;
   cudaStream_t s = static_cast<cudaStream_t>(stream);
   switch (head_dim) {
-    case 64: return fah::launch<64, 128, 3>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
-    case 128: return fah::launch<128, 128, 2>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
-    case 256: return fah::launch<256, 64, 2>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
+    case 64: return fah::launch<64, 128, 3, FAH_PP64>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
+    case 128: return fah::launch<128, FAH_BN128, 2, FAH_PP128>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
+    case 256: return fah::launch<256, 64, 2, FAH_PP256>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
     default: return 2;
   }
 }
