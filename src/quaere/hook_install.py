@@ -55,6 +55,9 @@ SETTINGS_PATHS = {
 }
 # (event key in the settings file, our hook sub-command, matcher or None)
 _EVENTS = (("Stop", "stop", None), ("PostToolUse", "post-tool", "*"), ("UserPromptSubmit", "prompt", None))
+# Claude Code reports a tool that exited non-zero (``quaere eval`` on a failing candidate) as
+# PostToolUseFailure, not PostToolUse; Codex and OpenHands have no such event (OpenHands rejects unknown ones).
+_CLAUDE_ONLY_EVENTS = (("PostToolUseFailure", "post-tool", "*"),)
 _OURS = re.compile(r"(?:^|[\s/'\"])quaere['\"]?\s+hook\s+(?:stop|post-tool|prompt)(?:\s|$)")
 
 
@@ -69,7 +72,8 @@ def is_ours(handler: Any) -> bool:
 
 def _our_groups(agent: Agent, launcher: str) -> dict[str, dict[str, Any]]:
     groups = {}
-    for event, sub, matcher in _EVENTS:
+    events = _EVENTS + (_CLAUDE_ONLY_EVENTS if agent is Agent.CLAUDE_CODE else ())
+    for event, sub, matcher in events:
         timeout = STOP_TIMEOUT_S if sub == "stop" else OTHER_TIMEOUT_S
         # The Stop hook re-times near misses before they count as missed (the goal's rule).
         flags = " --retime" if sub == "stop" else ""

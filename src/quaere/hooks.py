@@ -187,10 +187,11 @@ def _record_tool(payload: dict[str, Any], deps: HookDeps, session: int) -> None:
     text_in = json.dumps(payload.get("tool_input"), default=str)
     deps.trace.write(ToolCall(session=session, call_id=call_id, tool=str(payload.get("tool_name") or "?"),
                               input=cut(text_in)[0]))
-    response = payload.get("tool_response")
+    failed = payload.get("hook_event_name") == "PostToolUseFailure"
+    response = payload.get("error") if failed else payload.get("tool_response")
     full = response if isinstance(response, str) else json.dumps(response, default=str)
     output, digest = cut(full)
-    deps.trace.write(ToolResult(session=session, call_id=call_id, output=output, output_sha256=digest))
+    deps.trace.write(ToolResult(session=session, call_id=call_id, output=output, output_sha256=digest, is_error=failed))
 
 
 def _summarize_new(evaluations: Sequence[Evaluation], deps: HookDeps, session: int) -> None:
@@ -205,7 +206,12 @@ def _summarize_new(evaluations: Sequence[Evaluation], deps: HookDeps, session: i
 
 
 def handle_post_tool(payload: dict[str, Any], deps: HookDeps) -> HookAnswer:
-    """After an evaluation, ask the question of a moment that holds (suspicious gain, plateau, explained failure)."""
+    """Ask the question of a moment that holds: after an evaluation a suspicious gain or a plateau, after
+    any tool a failure explained away (the model's words come after the failing evaluation).
+
+    Serves PostToolUse and Claude Code's PostToolUseFailure (a tool that exited non-zero, such as
+    ``quaere eval`` on a failing candidate) alike.
+    """
     if not isinstance(payload, dict):
         return broken_answer("PostToolUse", "the hook input is not a JSON object", deps.agent, None)
     state = read_state(deps.workspace.state)
@@ -215,17 +221,18 @@ def handle_post_tool(payload: dict[str, Any], deps: HookDeps) -> HookAnswer:
     evaluations, problems = deps.read_evaluations()
     note = "\n".join(f"quaere: ledger: {p}" for p in problems)
     seen = state.ledger_lines_seen
-    if len(evaluations) <= seen and not _ran_eval(payload):
-        return HookAnswer(None, 0, note)
-    if deps.summarize is not None:
+    evaluated = len(evaluations) > seen or _ran_eval(payload)
+    if deps.summarize is not None and len(evaluations) > seen:
         _summarize_new(evaluations[seen:], deps, session)
-    now = deps.clock()
-    found = deps.moments.detect(read_trace(deps.workspace.trace).events, now)
+    # Gains and plateaus are judged right after an evaluation; a failure explained away shows in the words
+    # the model writes later, so that one is looked for after any tool.
+    wanted = POST_TOOL_MOMENTS if evaluated else (Moment.EXPLAINED_FAILURE,)
+    found = deps.moments.detect(read_trace(deps.workspace.trace).events, deps.clock())
     asked_key = ""
     picked = None
     for moment, evidence in found:
         key = f"{moment.value}@{len(evaluations)}"
-        if moment not in POST_TOOL_MOMENTS or key in state.asked_moments:
+        if moment not in wanted or key in state.asked_moments:
             continue
         deps.trace.write(MomentDetected(session=session, moment=moment, evidence=evidence))
         picked = _ask(deps, moment, evidence, session)
@@ -240,7 +247,8 @@ def handle_post_tool(payload: dict[str, Any], deps: HookDeps) -> HookAnswer:
     update_state(deps.workspace.state, remember)
     if picked is None:
         return HookAnswer(None, 0, note)
-    answer = context_answer(deps.agent, "PostToolUse", f"Question: {picked.text}")
+    event = "PostToolUseFailure" if payload.get("hook_event_name") == "PostToolUseFailure" else "PostToolUse"
+    answer = context_answer(deps.agent, event, f"Question: {picked.text}")
     return HookAnswer(answer.output, 0, note, "none")
 
 

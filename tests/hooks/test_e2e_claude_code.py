@@ -102,18 +102,23 @@ def test_stop_hook_blocks_with_failures_and_question_then_lets_the_met_goal_stop
     evaluate = f"{sys.executable} -m quaere eval"
     seen: dict[str, RecordedRequest] = {}
 
-    def first(request: RecordedRequest) -> Turn:
-        # A person watching queues a question with `quaere ask` while the agent works (after the prompt hook).
+    def explain_away(request: RecordedRequest) -> Turn:
+        return Turn.bash("ls", "The non-finite outputs are only rounding noise in the reference.")
+
+    def claim_done(request: RecordedRequest) -> Turn:
+        seen["after_explanation"] = request
+        # A person watching queues a question with `quaere ask` while the agent works.
         enqueue(ws, ChosenQuestion(moment=Moment.CLAIMED_LIMIT, source="human", text=HUMAN_QUESTION))
-        return Turn.bash(evaluate, "Let me evaluate the current kernel.")
+        return Turn.text("The kernel is optimal. Done.")
 
     def after_block(request: RecordedRequest) -> Turn:
         seen["after_block"] = request
         return Turn.bash(f"cp {tmp_path / 'good.cpp'} {ws.candidate} && {evaluate}", "I will fix the overflow.")
 
     script = [
-        first,
-        Turn.text("The non-finite outputs are just rounding noise in the reference; the kernel is optimal. Done."),
+        Turn.bash(evaluate, "Let me evaluate the current kernel."),
+        explain_away,
+        claim_done,
         after_block,
         Turn.text("Fixed the overflow and evaluated it; done."),
     ]
@@ -121,12 +126,16 @@ def test_stop_hook_blocks_with_failures_and_question_then_lets_the_met_goal_stop
         run = _run_claude(_claude_binary(), server, ws, tmp_path / "home")
         requests = server.agent_requests
     assert run.returncode == 0, run.stderr[-2000:]
-    assert len(requests) == 4, f"expected 4 model turns, got {len(requests)}\n{run.stdout[-3000:]}"
+    assert len(requests) == 5, f"expected 5 model turns, got {len(requests)}\n{run.stdout[-3000:]}"
 
     events = read_trace(ws.trace).events
     questions = [e for e in events if isinstance(e, QuestionAsked)]
     start = next(q for q in questions if q.moment is Moment.CAMPAIGN_START)
     assert start.source == "bank" and start.text in requests[0].text()  # the prompt hook's question
+
+    # The post-tool hook read the model's words from the transcript and asked about the explained failure.
+    explained = next(q for q in questions if q.moment is Moment.EXPLAINED_FAILURE)
+    assert explained.text in seen["after_explanation"].text() and explained.text not in requests[1].text()
 
     decisions = [e for e in events if isinstance(e, StopDecision)]
     assert [(d.decision, d.goal_status) for d in decisions] == [("block", "unmet"), ("allow", "met")]

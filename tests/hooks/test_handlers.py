@@ -205,3 +205,14 @@ def test_post_tool_records_the_models_words_from_the_transcript(ws, tmp_path):
     handle_post_tool(payload, deps)  # nothing new: not recorded twice
     said = [e.text for e in events(ws, "message") if e.role == "assistant"]
     assert said == ["The c2 failure is only rounding."]
+
+
+def test_post_tool_asks_an_explained_failure_after_any_tool(ws):
+    deps = deps_for(ws, moments=[(Moment.EXPLAINED_FAILURE, "c2 failed; the agent said 'rounding'"),
+                                 (Moment.PLATEAU, "6 evaluations without a new best")])
+    failure = dict(post_payload("ls"), hook_event_name="PostToolUseFailure", error="Exit code 1")
+    failure.pop("tool_response")
+    answer = handle_post_tool(failure, deps)
+    assert answer.output["hookSpecificOutput"]["hookEventName"] == "PostToolUseFailure"
+    assert deps.questions.asked == [Moment.EXPLAINED_FAILURE]  # a plateau waits for an evaluation
+    assert events(ws, "tool_result")[0].is_error

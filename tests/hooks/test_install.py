@@ -33,6 +33,7 @@ def test_install_merges_keeps_user_hooks_and_sets_block_cap(tmp_path):
     assert _commands(data, "Stop") == ["./my-stop-check.sh", "quaere hook stop --agent claude-code --retime"]
     assert _commands(data, "PostToolUse") == ["prettier --write", "quaere hook post-tool --agent claude-code"]
     assert _commands(data, "UserPromptSubmit") == ["quaere hook prompt --agent claude-code"]
+    assert _commands(data, "PostToolUseFailure") == ["quaere hook post-tool --agent claude-code"]
     assert data["env"] == {"FOO": "bar", BLOCK_CAP_ENV: "12"}
     assert data["permissions"] == {"allow": ["Bash(ls:*)"]}
     assert read_state(tmp_path / ".quaere").budget.max_blocks == 12
@@ -106,6 +107,7 @@ def test_other_agents_files(tmp_path, agent, path):
     data = json.loads(target.read_text())
     assert set(data) == {"hooks"}  # Codex admits nothing else at the top level
     assert _commands(data, "Stop") == ["lint.sh", f"quaere hook stop --agent {agent.value} --retime"]
+    assert set(data["hooks"]) == {"Stop", "PostToolUse", "UserPromptSubmit"}  # no Claude-only events
     if agent is Agent.CODEX:
         assert all("matcher" not in g for groups in data["hooks"].values() for g in groups)
         assert result.notes
