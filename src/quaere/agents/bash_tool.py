@@ -29,6 +29,7 @@ class BashResult:
             tail = max_chars - head
             text = f"{text[:head]}\n[... {len(text) - max_chars} characters cut ...]\n{text[-tail:]}"
         status = f"timed out (exit {self.exit_code})" if self.timed_out else f"exit {self.exit_code}"
+        text = text.rstrip("\n")
         return f"{text}\n[{status}]" if text else f"[{status}]"
 
 
