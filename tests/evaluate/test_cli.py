@@ -15,7 +15,7 @@ from tests.evaluate.conftest import CANDIDATES
 
 def quaere(*args: str, cwd: Path, cache: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "QUAERE_CACHE_DIR": str(cache)}
-    return subprocess.run([sys.executable, "-m", "quaere", *args], cwd=cwd, env=env, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "quaere", *args], cwd=cwd, env=env, capture_output=True, text=True, check=False,
                           timeout=300)
 
 

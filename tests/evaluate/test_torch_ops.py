@@ -76,10 +76,10 @@ def test_workspace_is_filled_with_the_pattern(ops: TorchCudaOps) -> None:
 class _Task:
     """A bf16 attention-like task on CPU tensors: o = softmax rows (bf16), lse fp32 with -inf on masked rows."""
 
-    class spec:  # noqa: N801 - stands in for TaskSpec
+    class spec:  # stands in for TaskSpec
         device = "cpu"
 
-    class module:  # noqa: N801 - stands in for the task module
+    class module:  # stands in for the task module
         @staticmethod
         def make_inputs(scenario, seed):
             generator = torch.Generator().manual_seed(seed)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import Annotated
 
 import typer
 
@@ -19,16 +19,16 @@ def _fail(message: str) -> None:
 
 
 def eval_command(
-    candidate: Optional[Path] = typer.Argument(None, help="Kernel source; default: the workspace's candidate, "
-                                               "or the task's initial kernel outside a workspace."),
-    task: Optional[str] = typer.Option(None, "--task", help="Shipped task name or task folder; default: the "
-                                       "workspace's, else flash_attention_hopper with a GPU, cpu_softmax without."),
-    as_json: bool = typer.Option(False, "--json", help="Print exactly one JSON object (the ledger record)."),
-    scenarios: Optional[Path] = typer.Option(None, "--scenarios", help='JSON list [{"id": ..., "params": {...}}] '
-                                             "replacing the task's correctness scenarios."),
-    seed: Optional[int] = typer.Option(None, "--seed", min=0, help="Seed of the random inputs (default: fresh)."),
-    no_benchmark: bool = typer.Option(False, "--no-benchmark", help="Correctness only, no timing."),
-    no_device: bool = typer.Option(False, "--no-device", help="Build and audit only."),
+    candidate: Annotated[Path | None, typer.Argument(help="Kernel source; default: the workspace's candidate, "
+                                                     "or the task's initial kernel outside a workspace.")] = None,
+    task: Annotated[str | None, typer.Option("--task", help="Shipped task name or task folder; default: the "
+                    "workspace's, else flash_attention_hopper with a GPU, cpu_softmax without.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print exactly one JSON object (the ledger record).")] = False,
+    scenarios: Annotated[Path | None, typer.Option("--scenarios", help='JSON list [{"id": ..., "params": {...}}] '
+                         "replacing the task's correctness scenarios.")] = None,
+    seed: Annotated[int | None, typer.Option("--seed", min=0, help="Seed of the random inputs (default: fresh).")] = None,
+    no_benchmark: Annotated[bool, typer.Option("--no-benchmark", help="Correctness only, no timing.")] = False,
+    no_device: Annotated[bool, typer.Option("--no-device", help="Build and audit only.")] = False,
 ) -> None:
     """Build, audit, check every correctness scenario and time the benchmark set; append to the ledger.
 
@@ -81,9 +81,9 @@ def eval_command(
 
 
 def init_command(
-    directory: Path = typer.Argument(Path("."), help="Folder to make a workspace (created if missing)."),
-    task: str = typer.Option(..., "--task", help="Shipped task name or task folder."),
-    force: bool = typer.Option(False, "--force", help="Overwrite an existing workspace and candidate."),
+    task: Annotated[str, typer.Option("--task", help="Shipped task name or task folder.")],
+    directory: Annotated[Path, typer.Argument(help="Folder to make a workspace (created if missing).")] = Path("."),
+    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing workspace and candidate.")] = False,
 ) -> None:
     """Make DIR a workspace: a copy of the task's initial kernel as the candidate, and .quaere/."""
     from quaere.task.loader import SHIPPED_TASKS_DIR, load_task

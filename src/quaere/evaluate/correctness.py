@@ -70,15 +70,19 @@ def judge_error(name: str, error: ErrorStats, low: ErrorStats, rule: Rule) -> tu
         return (
             Verdict.NONFINITE,
             record,
-            f"{name}: {error.nonfinite_mismatch} element(s) non-finite where the fp32 reference is not, or differing "
-            "from its Inf",
+            (
+                f"{name}: {error.nonfinite_mismatch} element(s) non-finite where the fp32 reference is not, or "
+                "differing from its Inf"
+            ),
         )
     if not (error.max_abs_err <= bound):  # also catches a NaN error
         return (
             Verdict.WRONG,
             record,
-            f"{name}: max abs error {error.max_abs_err:.3e} > bound {bound:.3e} "
-            f"({rule.factor:g} x low-precision error {low.max_abs_err:.3e} + floor {rule.floor:.1e})",
+            (
+                f"{name}: max abs error {error.max_abs_err:.3e} > bound {bound:.3e} "
+                f"({rule.factor:g} x low-precision error {low.max_abs_err:.3e} + floor {rule.floor:.1e})"
+            ),
         )
     return Verdict.PASSED, record, ""
 

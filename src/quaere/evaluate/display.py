@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import math
+from typing import Self
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from quaere.records import Evaluation, TimingStatus
 from quaere.evaluate.stats import relative_spread
+from quaere.records import Evaluation, TimingStatus
 
 
 class RichProgress:
@@ -22,7 +23,7 @@ class RichProgress:
         )
         self._task: int | None = None
 
-    def __enter__(self) -> RichProgress:
+    def __enter__(self) -> Self:
         self._bar.start()
         return self
 

@@ -21,8 +21,17 @@ from quaere.evaluate.device import probe_device
 from quaere.evaluate.options import EvalOptions, default_cache_dir, load_scenarios_file
 from quaere.evaluate.stats import roofline_floor_ms
 from quaere.evaluate.supervisor import Supervisor, WorkerConfig
-from quaere.records import AuditFinding, BenchmarkResult, BuildResult, BuildStatus, Evaluation, Scenario
-from quaere.records import ScenarioVerdict, TimingStatus, Verdict
+from quaere.records import (
+    AuditFinding,
+    BenchmarkResult,
+    BuildResult,
+    BuildStatus,
+    Evaluation,
+    Scenario,
+    ScenarioVerdict,
+    TimingStatus,
+    Verdict,
+)
 from quaere.task.loader import Task
 from quaere.workspace import content_hash
 
@@ -162,8 +171,8 @@ def run_evaluation(task: Task, candidate: Path, options: EvalOptions, progress: 
     progress.advance(f"build: {build.status.value}")
     audit = _static_audit(build, task.spec.banned) if build.status is BuildStatus.OK else ()
     probe = probe_device(task.spec.device)
-    base = dict(task=task.spec.name, candidate_path=str(candidate), candidate_hash=content_hash(candidate),
-                created_at=created_at, device=probe.info, build=build)
+    base = {"task": task.spec.name, "candidate_path": str(candidate), "candidate_hash": content_hash(candidate),
+            "created_at": created_at, "device": probe.info, "build": build}
     why = _why_not_run(build, options, probe.reason)
     if why:
         return Evaluation(**base, audit=audit, ran=False, correctness=_not_run(scenarios, seed, why), note=why,

@@ -121,7 +121,10 @@ def _abi_impl(state: Any, impl: str, scenario: Scenario, inputs: dict, ref32: di
     entry = state.entry(impl)
     specs = module.output_specs(scenario)
     outputs = Outputs(ops, specs, module.workspace_bytes(scenario))
-    call = lambda: module.launch(entry, inputs, outputs.views, scenario, outputs.workspace)  # noqa: E731
+
+    def call() -> Any:
+        return module.launch(entry, inputs, outputs.views, scenario, outputs.workspace)
+
     outputs.poison()
     code = call_kernel(call, ops)
     if code != 0:
@@ -192,7 +195,7 @@ def time_scenario(
             settled[name] = Timing(impl=name, status=TimingStatus.UNAVAILABLE, detail=str(exc))
         except CandidateFault:
             raise
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - any error here is a verdict, not a crash of quaere
             settled[name] = Timing(impl=name, status=TimingStatus.FAILED, detail=f"{type(exc).__name__}: {exc}")
     time_interleaved(impls, timing_rule, state.clock(timing_rule.flush_l2), random.Random(seed))
     flops = float(module.flops(scenario))

@@ -18,6 +18,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Self
 
 from quaere.records import Scenario, ScenarioVerdict, Timing, TimingStatus, Verdict
 
@@ -47,7 +48,7 @@ class WorkerProcess:
 
     def __init__(self, env: dict[str, str], stderr_path: Path) -> None:
         self.stderr_path = stderr_path
-        self._stderr = open(stderr_path, "ab")
+        self._stderr = open(stderr_path, "ab")  # noqa: SIM115 - the child writes to it until close()
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "quaere.evaluate.worker"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=self._stderr, env=env, start_new_session=True,
@@ -118,6 +119,12 @@ class WorkerProcess:
             except (OSError, subprocess.TimeoutExpired):
                 pass
         self.kill()
+        for stream in (self.proc.stdin, self.proc.stdout):
+            if stream is not None:
+                try:
+                    stream.close()
+                except OSError:
+                    pass
         self._stderr.close()
 
 
@@ -143,7 +150,7 @@ class Supervisor:
         self.clock_note = ""
         """What the worker's timer could not do (e.g. reset persisting L2 lines), '' when nothing."""
 
-    def __enter__(self) -> Supervisor:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -150,7 +150,7 @@ def _attempt(impl: Impl, action: Callable[[], None]) -> None:
         action()
     except OutputMismatch as exc:
         impl.failure = f"output of a timed call: {exc}"
-    except Exception as exc:  # the implementation's own error ends its timing, not the scenario's
+    except Exception as exc:  # noqa: BLE001 - the implementation's own error ends its timing, not the scenario's
         impl.failure = f"{type(exc).__name__}: {exc}"
 
 

@@ -112,7 +112,7 @@ def _device_broken(state: WorkerState | None) -> bool:
         return False
     try:
         state.ops.synchronize()
-    except Exception:
+    except Exception:  # noqa: BLE001 - any error here is a verdict, not a crash of quaere
         return True
     return False
 
@@ -138,7 +138,7 @@ def serve(requests: BinaryIO, replies: BinaryIO) -> None:
             state, reply = _handle(state, request)
         except CandidateFault as fault:
             reply, leave = _fault_reply(request, fault), True
-        except Exception as exc:  # quaere's (or the task module's) own failure: reported, never a pass
+        except Exception as exc:  # noqa: BLE001 - quaere's (or the task module's) own failure: reported, never a pass
             reply = {"ok": False, "error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()}
             reply["out_of_memory"] = "out of memory" in str(exc).lower()
         leave = leave or _device_broken(state)
