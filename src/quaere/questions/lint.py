@@ -9,7 +9,6 @@ not mention either.
 from __future__ import annotations
 
 import difflib
-import itertools
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -185,17 +184,32 @@ def _content_words(text: str) -> frozenset[str]:
     return frozenset(w for w in re.findall(r"[a-z0-9_]+", text.lower()) if w not in _STOPWORDS and len(w) > 1)
 
 
+def _similar(matcher: difflib.SequenceMatcher, limit: float) -> float:
+    """The difflib ratio when it may exceed ``limit`` (cheap upper bounds first), else 0."""
+    if matcher.real_quick_ratio() <= limit or matcher.quick_ratio() <= limit:
+        return 0.0
+    return matcher.ratio()
+
+
 def check_duplicates(entries: list[BankEntry], rules: LintRules) -> list[LintProblem]:
     """No two questions say nearly the same thing (content-word Jaccard or character similarity)."""
     problems = []
-    words = [(e, _content_words(e.question)) for e in entries]
-    for (a, wa), (b, wb) in itertools.combinations(words, 2):
-        if a.id == b.id:
-            continue
-        jaccard = len(wa & wb) / max(1, len(wa | wb))
-        ratio = difflib.SequenceMatcher(None, a.question.lower(), b.question.lower()).ratio()
-        if jaccard > rules.max_jaccard or ratio > rules.max_similarity:
-            problems.append(_p(b, "question", f"near duplicate of '{a.id}' (word overlap {jaccard:.2f}, similarity {ratio:.2f})"))
+    texts = [e.question.lower() for e in entries]
+    words = [_content_words(e.question) for e in entries]
+    matcher = difflib.SequenceMatcher(autojunk=False)
+    for j, b in enumerate(entries):
+        matcher.set_seq2(texts[j])  # seq2 is the one difflib indexes: set it once per row
+        for i in range(j):
+            a = entries[i]
+            if a.id == b.id:
+                continue
+            jaccard = len(words[i] & words[j]) / max(1, len(words[i] | words[j]))
+            ratio = 0.0
+            if jaccard > rules.max_jaccard / 2:  # texts alike character by character share many words too
+                matcher.set_seq1(texts[i])
+                ratio = _similar(matcher, rules.max_similarity)
+            if jaccard > rules.max_jaccard or ratio > rules.max_similarity:
+                problems.append(_p(b, "question", f"near duplicate of '{a.id}' (word overlap {jaccard:.2f}, similarity {ratio:.2f})"))
     return problems
 
 

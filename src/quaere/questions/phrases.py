@@ -81,8 +81,9 @@ _CORRECTNESS_WORDS = re.compile(
 )
 _CLAUSE_BREAK = re.compile(r"[,;:()\u2014\u2013]|\s-\s|\b(?:but|although|though|however|while|whereas|yet|so)\b", re.IGNORECASE)
 _CODE_OR_QUOTE = re.compile(r"```.*?```|`[^`\n]*`|\"[^\"\n]*\"|\u201c[^\u201d\n]*\u201d", re.DOTALL)
-_SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+|\n+")
-_PREFIX_WORDS = 6
+_SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+")
+_MARKER = re.compile(r"\s*(?:[-*+#>]+|\d+[.)])\s")
+_PREFIX_WORDS = 12
 
 
 @dataclass(frozen=True)
@@ -96,7 +97,21 @@ class PhraseMatch:
 def sentences(text: str) -> list[str]:
     """The text's sentences, with code and quoted text removed."""
     plain = _CODE_OR_QUOTE.sub(" ", text)
-    return [s.strip() for s in _SENTENCE_SPLIT.split(plain) if s.strip()]
+    return [s.strip() for block in _blocks(plain) for s in _SENTENCE_SPLIT.split(block) if s.strip()]
+
+
+def _blocks(text: str) -> list[str]:
+    """Hard-wrapped prose continues across single newlines; a blank line, a list item or a heading
+    (and the line after a heading) starts a new block."""
+    blocks: list[list[str]] = [[]]
+    after_heading = False
+    for line in text.splitlines():
+        if not line.strip() or _MARKER.match(line) or after_heading:
+            blocks.append([])
+        after_heading = line.lstrip().startswith("#")
+        if line.strip():
+            blocks[-1].append(line.strip())
+    return [" ".join(b) for b in blocks if b]
 
 
 def _asserted(sentence: str, start: int) -> bool:

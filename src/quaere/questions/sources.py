@@ -21,9 +21,10 @@ from quaere.records import Moment, QuestionKind
 from quaere.trace import QuestionAsked, TraceEvent
 
 # On these moments the source study's large gains followed questions that changed level or contested a limit.
-PREFERRED_KINDS: dict[Moment, frozenset[QuestionKind]] = {
-    Moment.PLATEAU: frozenset({QuestionKind.LEVEL_SHIFT, QuestionKind.LIMIT_CHALLENGE}),
-    Moment.CLAIMED_LIMIT: frozenset({QuestionKind.LIMIT_CHALLENGE, QuestionKind.LEVEL_SHIFT}),
+# Order matters: a claimed limit is first contested, a plateau first moved to another level.
+PREFERRED_KINDS: dict[Moment, tuple[QuestionKind, ...]] = {
+    Moment.PLATEAU: (QuestionKind.LEVEL_SHIFT, QuestionKind.LIMIT_CHALLENGE),
+    Moment.CLAIMED_LIMIT: (QuestionKind.LIMIT_CHALLENGE, QuestionKind.LEVEL_SHIFT),
 }
 
 _ARCH_BY_SM = (("blackwell", range(100, 130)), ("hopper", range(90, 100)), ("ampere", (80, 86, 87, 88)))
@@ -116,7 +117,7 @@ class BankSource:
         groups_of = {e.id: e.group for e in self.bank.entries}
         last_group = next((groups_of[i] for i in reversed(asked) if i in groups_of), "")
         usage = Counter(groups_of[i] for i in asked if i in groups_of)
-        preferred = PREFERRED_KINDS.get(moment, frozenset())
+        preferred = PREFERRED_KINDS.get(moment, ())
         chosen: list[BankEntry] = []
         while pool and len(chosen) < n:
             shown = {e.group for e in chosen}
@@ -125,7 +126,7 @@ class BankSource:
                 return (
                     moment not in e.moments,
                     e.group == last_group,
-                    bool(preferred) and e.kind not in preferred,
+                    preferred.index(e.kind) if e.kind in preferred else len(preferred),
                     e.group in shown,
                     usage[e.group],
                     _tiebreak(self.seed, len(asked), e.id),
@@ -140,7 +141,7 @@ class BankSource:
         ]
 
     @staticmethod
-    def _reason(e: BankEntry, moment: Moment, last_group: str, preferred: frozenset, used: int) -> str:
+    def _reason(e: BankEntry, moment: Moment, last_group: str, preferred: tuple, used: int) -> str:
         parts = [f"fits {moment.value}" if moment in e.moments else f"nothing unasked fits {moment.value}; closest entry"]
         parts.append(f"{e.kind.value}" + (f" (preferred on {moment.value})" if e.kind in preferred else ""))
         parts.append(f"group '{e.group}' asked {used} time(s)" + (", also last" if e.group == last_group else ""))
