@@ -6,7 +6,9 @@ from quaere.records import Moment
 from quaere.trace import AgentMessage, EvaluationDone, QuestionAsked, StopAttempt, StopDecision
 
 
-def evaluation(ts: float, geomean: float = 1.0, correct: bool = True, failing: tuple[str, ...] = (), **extra) -> EvaluationDone:
+def evaluation(
+    ts: float, geomean: float = 1.0, correct: bool = True, failing: tuple[str, ...] = (), **extra
+) -> EvaluationDone:
     """A correct evaluation timed at ``geomean`` (every scenario at that ratio), or a failing one."""
     ratios = {"s-small": geomean, "s-large": geomean} if correct else {}
     return EvaluationDone(
@@ -37,4 +39,6 @@ def stop(ts: float, last_message: str = "") -> StopAttempt:
 
 
 def decision(ts: float, goal_status: str) -> StopDecision:
-    return StopDecision(ts=ts, decision="allow" if goal_status == "met" else "block", reason="", goal_status=goal_status)
+    return StopDecision(
+        ts=ts, decision="allow" if goal_status == "met" else "block", reason="", goal_status=goal_status
+    )

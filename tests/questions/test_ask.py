@@ -61,7 +61,9 @@ def write(ws, *events) -> None:
 
 
 def quaere(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "quaere", *args], capture_output=True, text=True, timeout=120, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "quaere", *args], capture_output=True, text=True, timeout=120, check=False
+    )
 
 
 def test_ask_shows_the_moment_records_and_queues(cpu_workspace):
@@ -95,7 +97,9 @@ def test_ask_shows_the_moment_records_and_queues(cpu_workspace):
 def test_ask_with_own_text(cpu_workspace):
     ws = cpu_workspace
     write(ws, evaluation(0, 1.0), failure(10), said(11, "The mismatch is only slightly above the tolerance, fine."))
-    result = runner.invoke(app, ["ask", "-w", str(ws.root), "--text", "Where are the worst elements?", "--kind", "information"])
+    result = runner.invoke(
+        app, ["ask", "-w", str(ws.root), "--text", "Where are the worst elements?", "--kind", "information"]
+    )
     assert result.exit_code == 0, result.output
     assert "moment: explained_failure" in result.output
     question = read_trace(ws.trace).events[-1]

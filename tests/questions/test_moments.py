@@ -53,6 +53,7 @@ The timing difference on the other scenarios is within noise, so the change itse
 
 # --- campaign start ---------------------------------------------------------------------------------------
 
+
 def test_campaign_start_holds_before_any_question():
     check = check_campaign_start([evaluation(0)])
     assert check.holds and check.moment is Moment.CAMPAIGN_START
@@ -74,6 +75,7 @@ def test_empty_trace_is_the_campaign_start_only():
 
 
 # --- plateau ----------------------------------------------------------------------------------------------
+
 
 def test_plateau_after_n_evaluations_without_a_new_best():
     events = [evaluation(0, 1.0), evaluation(1, 1.3)] + [evaluation(2 + t, 1.25) for t in range(6)]
@@ -129,6 +131,7 @@ def test_no_plateau_without_evaluations():
 
 # --- claimed limit or completion ----------------------------------------------------------------------
 
+
 def test_stop_attempt_with_the_goal_unmet_is_a_claim():
     events = [evaluation(0, 0.8), stop(1, "I think we're done.")]
     check = check_claimed_limit(events)
@@ -175,6 +178,7 @@ def test_only_the_agent_claims():
 
 # --- suspicious gain ----------------------------------------------------------------------------------
 
+
 def test_a_jump_beyond_the_threshold_is_suspicious():
     check = check_suspicious_gain([evaluation(0, 1.0), evaluation(1, 1.4)], SuspiciousGainConfig(gain_pct=25))
     assert check.holds and "+40%" in check.evidence
@@ -207,6 +211,7 @@ def test_a_gain_already_questioned_does_not_hold_again():
 
 
 # --- explained-away correctness failure --------------------------------------------------------------
+
 
 def test_blaming_rounding_after_a_failure():
     check = check_explained_failure([failure(0), said(1, BLAME_MESSAGE)])
@@ -245,6 +250,7 @@ def test_each_excuse_is_recognized():
 
 # --- all together -------------------------------------------------------------------------------------
 
+
 def test_detect_moments_orders_hits_by_urgency():
     events = [evaluation(t, 1.0) for t in range(7)] + [failure(8), said(9, BLAME_MESSAGE), stop(10)]
     hits = detect_moments(events)
@@ -262,3 +268,8 @@ def test_detect_moments_runs_every_detector():
     }
     for moment, events in cases.items():
         assert [h.moment for h in detect_moments(events)] == [moment], moment
+
+
+def test_claiming_completion_once_the_goal_is_met_is_not_a_claimed_limit():
+    assert not check_claimed_limit([evaluation(0, 1.2), said(1, "All scenarios meet the goal; I'm done.")]).holds
+    assert check_claimed_limit([evaluation(0, 0.7), said(1, "All scenarios look fine; I'm done.")]).holds

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from quaere.questions.bank import load_bank
@@ -77,7 +79,7 @@ def test_rotates_groups(bank):
     for moment in (Moment.PLATEAU, Moment.SUSPICIOUS_GAIN):
         ids = campaign(BankSource(bank, seed=4), moment, CPU, 25)
         groups = [bank.by_id(i).group for i in ids]
-        assert all(a != b for a, b in zip(groups, groups[1:])), groups
+        assert all(a != b for a, b in itertools.pairwise(groups)), groups
     # Without a kind preference, the least-asked group comes next: six moves visit six groups.
     gain_groups = [bank.by_id(i).group for i in campaign(BankSource(bank, seed=4), Moment.SUSPICIOUS_GAIN, CPU, 6)]
     assert len(set(gain_groups)) == 6, gain_groups
@@ -139,7 +141,9 @@ def test_human_sees_the_bank_suggestions_and_picks(bank):
     chosen = HumanSource(person, bank_source).choose(Moment.PLATEAU, CPU, [], evidence="6 evaluations without a best")
     prompt = person.shown[0]
     assert prompt.evidence == "6 evaluations without a best"
-    assert [s.entry.id for s in prompt.suggestions] == [s.entry.id for s in bank_source.suggest(Moment.PLATEAU, CPU, [])]
+    assert [s.entry.id for s in prompt.suggestions] == [
+        s.entry.id for s in bank_source.suggest(Moment.PLATEAU, CPU, [])
+    ]
     assert chosen.source == "human" and chosen.entry_id == prompt.suggestions[1].entry.id
     assert chosen.text == prompt.suggestions[1].entry.question
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -18,7 +18,7 @@ from quaere.workspace import WorkspaceError, open_workspace
 
 bank_app = typer.Typer(help="The question bank: lint, counts, listing and single entries.", no_args_is_help=True)
 
-_DIR = typer.Option(None, "--dir", help="A folder of bank YAML files (default: the shipped bank).")
+BankDir = Annotated[Path | None, typer.Option("--dir", help="A folder of bank YAML files (default: the shipped bank).")]
 
 
 def _console() -> Console:
@@ -30,7 +30,7 @@ def _fail(message: str, code: int = 2) -> typer.Exit:
     return typer.Exit(code)
 
 
-def _load(directory: Optional[Path]) -> Bank:
+def _load(directory: Path | None) -> Bank:
     try:
         return load_bank(directory)
     except BankError as exc:
@@ -38,7 +38,7 @@ def _load(directory: Optional[Path]) -> Bank:
 
 
 @bank_app.command("lint")
-def lint_command(directory: Optional[Path] = _DIR) -> None:
+def lint_command(directory: BankDir = None) -> None:
     """Check schema, ids, near duplicates, counts, question form, neutrality and moment coverage; exit 1 on problems."""
     target = directory if directory is not None else shipped_bank_dir()
     if directory is not None and not directory.is_dir():
@@ -63,7 +63,7 @@ def _count_table(title: str, counts: dict[str, int], key_name: str) -> Table:
 
 
 @bank_app.command("stats")
-def stats_command(directory: Optional[Path] = _DIR) -> None:
+def stats_command(directory: BankDir = None) -> None:
     """Counts by set, core group, kind, moment and provenance."""
     bank = _load(directory)
     s = stats(bank.entries)
@@ -85,13 +85,15 @@ def stats_command(directory: Optional[Path] = _DIR) -> None:
 
 @bank_app.command("list")
 def list_command(
-    group: Optional[str] = typer.Option(None, "--group", "-g", help="Only this group."),
-    moment: Optional[Moment] = typer.Option(None, "--moment", "-m", help="Only entries fitting this moment."),
-    directory: Optional[Path] = _DIR,
+    group: Annotated[str | None, typer.Option("--group", "-g", help="Only this group.")] = None,
+    moment: Annotated[Moment | None, typer.Option("--moment", "-m", help="Only entries fitting this moment.")] = None,
+    directory: BankDir = None,
 ) -> None:
     """One row per entry: id, kind, moments, question."""
     bank = _load(directory)
-    entries = [e for e in bank.entries if (group is None or e.group == group) and (moment is None or moment in e.moments)]
+    entries = [
+        e for e in bank.entries if (group is None or e.group == group) and (moment is None or moment in e.moments)
+    ]
     if not entries:
         groups = sorted({e.group for e in bank.entries})
         raise _fail(f"no entries match; groups are {groups}", 1)
@@ -104,7 +106,10 @@ def list_command(
 
 
 @bank_app.command("show")
-def show_command(entry_id: str = typer.Argument(..., help="The entry's id, e.g. measure.cycles-vs-wall."), directory: Optional[Path] = _DIR) -> None:
+def show_command(
+    entry_id: Annotated[str, typer.Argument(help="The entry's id, e.g. measure.cycles-vs-wall.")],
+    directory: BankDir = None,
+) -> None:
     """Every field of one entry."""
     bank = _load(directory)
     try:
@@ -128,12 +133,16 @@ def show_command(entry_id: str = typer.Argument(..., help="The entry's id, e.g. 
 
 
 def ask(
-    pick: Optional[int] = typer.Option(None, "--pick", help="Ask suggestion N (1-based) of those shown."),
-    text: Optional[str] = typer.Option(None, "--text", help="Ask your own question."),
-    kind: Optional[QuestionKind] = typer.Option(None, "--kind", help="Kind of your own question (with --text)."),
-    moment: Optional[Moment] = typer.Option(None, "--moment", "-m", help="Suggest for this moment instead of the detected one."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the bank policy's tie-breaks."),
-    path: Path = typer.Option(Path("."), "--workspace", "-w", help="A folder inside the workspace."),
+    pick: Annotated[int | None, typer.Option("--pick", help="Ask suggestion N (1-based) of those shown.")] = None,
+    text: Annotated[str | None, typer.Option("--text", help="Ask your own question.")] = None,
+    kind: Annotated[
+        QuestionKind | None, typer.Option("--kind", help="Kind of your own question (with --text).")
+    ] = None,
+    moment: Annotated[
+        Moment | None, typer.Option("--moment", "-m", help="Suggest for this moment instead of the detected one.")
+    ] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the bank policy's tie-breaks.")] = 0,
+    path: Annotated[Path, typer.Option("--workspace", "-w", help="A folder inside the workspace.")] = Path("."),
 ) -> None:
     """Say which moment holds now and why, suggest three questions; with --pick/--text, record and queue one."""
     if pick is not None and text is not None:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from quaere.questions.bank import Bank
-from quaere.questions.moments import MomentCheck, MomentsConfig, check_moments
+from quaere.questions.moments import DEFAULT_CONFIG, MomentCheck, MomentsConfig, check_moments
 from quaere.questions.queue import enqueue
 from quaere.questions.sources import BankSource, ChosenQuestion, Suggestion, TaskContext, arch_of_target, asked_ids
 from quaere.records import Moment
@@ -73,7 +73,7 @@ def ask_view(
     seed: int = 0,
     n: int = 3,
     now: float = math.nan,
-    config: MomentsConfig = MomentsConfig(),
+    config: MomentsConfig = DEFAULT_CONFIG,
 ) -> AskView:
     """Read the workspace's trace, detect the moments and suggest ``n`` entries for the chosen one."""
     events = read_trace(ws.trace).events

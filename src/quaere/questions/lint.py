@@ -11,8 +11,8 @@ from __future__ import annotations
 import difflib
 import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -57,9 +57,13 @@ NEUTRALITY_PATTERNS: tuple[str, ...] = (
     r"\bcutlass\b",
 )
 
+# Words that carry no content for the near-duplicate check.
 _STOPWORDS = frozenset(
-    "a an the and or of to in on at by for with from is are be does do did it its this that which what how "
-    "as than then if so any each every you your can could would will not no there their they when where".split()
+    re.findall(
+        r"\w+",
+        """a an the and or of to in on at by for with from is are be does do did it its this that which what how
+        as than then if so any each every you your can could would will not no there their they when where""",
+    )
 )
 
 
@@ -95,7 +99,9 @@ def check_ids(entries: list[BankEntry], rules: LintRules) -> list[LintProblem]:
     """Ids are unique and start with their group."""
     counts = Counter(e.id for e in entries)
     problems = [_p(e, "id", f"duplicate id ({counts[e.id]} entries)") for e in entries if counts[e.id] > 1]
-    problems += [_p(e, "id", f"must start with its group '{e.group}.'") for e in entries if not e.id.startswith(e.group + ".")]
+    problems += [
+        _p(e, "id", f"must start with its group '{e.group}.'") for e in entries if not e.id.startswith(e.group + ".")
+    ]
     return problems
 
 
@@ -144,11 +150,20 @@ def check_counts(entries: list[BankEntry], rules: LintRules) -> list[LintProblem
         problems.append(LintProblem("core", "-", "group", f"{len(groups)} groups; expected {rules.core_groups}"))
     for group, count in sorted(groups.items()):
         if count < rules.min_per_group:
-            problems.append(LintProblem(f"core/{group}", "-", "group", f"{count} entries; expected at least {rules.min_per_group}"))
+            problems.append(
+                LintProblem(f"core/{group}", "-", "group", f"{count} entries; expected at least {rules.min_per_group}")
+            )
     archs = Counter(a for e in entries if e.set is BankSet.ARCH for a in e.requires.arch)
     for arch in KNOWN_ARCHS:
         if archs[arch] < rules.min_per_arch:
-            problems.append(LintProblem("arch", "-", "requires.arch", f"{archs[arch]} entries for {arch}; expected at least {rules.min_per_arch}"))
+            problems.append(
+                LintProblem(
+                    "arch",
+                    "-",
+                    "requires.arch",
+                    f"{archs[arch]} entries for {arch}; expected at least {rules.min_per_arch}",
+                )
+            )
     return problems
 
 
@@ -156,7 +171,12 @@ def check_moments(entries: list[BankEntry], rules: LintRules) -> list[LintProble
     """Every moment has enough core entries for a campaign to ask several questions there."""
     counts = Counter(m for e in entries if e.set is BankSet.CORE for m in e.moments)
     return [
-        LintProblem("core", "-", "moments", f"{counts[m]} core entries fit '{m.value}'; expected at least {rules.min_per_moment}")
+        LintProblem(
+            "core",
+            "-",
+            "moments",
+            f"{counts[m]} core entries fit '{m.value}'; expected at least {rules.min_per_moment}",
+        )
         for m in Moment
         if counts[m] < rules.min_per_moment
     ]
@@ -176,7 +196,13 @@ def check_neutrality(entries: list[BankEntry], rules: LintRules) -> list[LintPro
         for field in ("question", "evidence"):
             found = neutrality_violations(getattr(e, field))
             if found:
-                problems.append(_p(e, field, f"core entries must be neutral; found {found} (move it to the comparison set or a task's extras)"))
+                problems.append(
+                    _p(
+                        e,
+                        field,
+                        f"core entries must be neutral; found {found} (move it to the comparison set or a task's extras)",
+                    )
+                )
     return problems
 
 
@@ -209,9 +235,17 @@ def check_duplicates(entries: list[BankEntry], rules: LintRules) -> list[LintPro
                 matcher.set_seq1(texts[i])
                 ratio = _similar(matcher, rules.max_similarity)
             if jaccard > rules.max_jaccard or ratio > rules.max_similarity:
-                problems.append(_p(b, "question", f"near duplicate of '{a.id}' (word overlap {jaccard:.2f}, similarity {ratio:.2f})"))
+                problems.append(
+                    _p(
+                        b,
+                        "question",
+                        f"near duplicate of '{a.id}' (word overlap {jaccard:.2f}, similarity {ratio:.2f})",
+                    )
+                )
     return problems
 
+
+DEFAULT_RULES = LintRules()
 
 RULES: tuple[Callable[[list[BankEntry], LintRules], list[LintProblem]], ...] = (
     check_ids,
@@ -224,6 +258,6 @@ RULES: tuple[Callable[[list[BankEntry], LintRules], list[LintProblem]], ...] = (
 )
 
 
-def lint(entries: list[BankEntry], rules: LintRules = LintRules()) -> list[LintProblem]:
+def lint(entries: list[BankEntry], rules: LintRules = DEFAULT_RULES) -> list[LintProblem]:
     """Every problem every rule finds; an empty list means the bank is fit to ship."""
     return [problem for rule in RULES for problem in rule(list(entries), rules)]

@@ -10,7 +10,7 @@ limit, a plateau, the campaign's start.
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -93,6 +93,14 @@ class MomentsConfig(Config):
     """Explained-away correctness failure detector."""
 
 
+# Frozen defaults, shared safely.
+DEFAULT_CAMPAIGN_START = CampaignStartConfig()
+DEFAULT_PLATEAU = PlateauConfig()
+DEFAULT_CLAIMED_LIMIT = ClaimedLimitConfig()
+DEFAULT_SUSPICIOUS_GAIN = SuspiciousGainConfig()
+DEFAULT_EXPLAINED_FAILURE = ExplainedFailureConfig()
+DEFAULT_CONFIG = MomentsConfig()
+
 Events = Sequence[TraceEvent]
 
 
@@ -117,7 +125,7 @@ def _short(h: str) -> str:
     return h[:12]
 
 
-def check_campaign_start(events: Events, config: CampaignStartConfig = CampaignStartConfig()) -> MomentCheck:
+def check_campaign_start(events: Events, config: CampaignStartConfig = DEFAULT_CAMPAIGN_START) -> MomentCheck:
     """Holds while no question has been asked in the campaign and few evaluations have run."""
     asked = sum(isinstance(e, QuestionAsked) for e in events)
     evaluations = len(_evaluations(events))
@@ -145,7 +153,7 @@ def _last_best(events: Events, min_gain_pct: float) -> tuple[int, float]:
     return best_index, best
 
 
-def check_plateau(events: Events, config: PlateauConfig = PlateauConfig(), now: float = math.nan) -> MomentCheck:
+def check_plateau(events: Events, config: PlateauConfig = DEFAULT_PLATEAU, now: float = math.nan) -> MomentCheck:
     """Holds after N evaluations or T minutes without a new best geomean (counted from the later of the
     last best and the last plateau question). ``now`` defaults to the last event's time."""
     evaluations = _evaluations(events)
@@ -162,35 +170,45 @@ def check_plateau(events: Events, config: PlateauConfig = PlateauConfig(), now: 
     return MomentCheck(moment=Moment.PLATEAU, holds=holds, evidence=evidence)
 
 
-def _goal_met(events: Events, stop_index: int, config: ClaimedLimitConfig) -> bool:
-    """Whether the stop at ``stop_index`` was justified: a following decision says so, or the latest
-    evaluation is correct and every ratio reaches the target."""
-    for event in events[stop_index + 1 :]:
-        if isinstance(event, StopDecision):
-            return event.goal_status == "met"
-        if isinstance(event, StopAttempt):
-            break
-    latest = [e for _, e in _evaluations(events[: stop_index + 1])]
+def _meets_target(events: Events, index: int, config: ClaimedLimitConfig) -> bool:
+    """Whether the latest evaluation up to ``index`` is correct with every ratio at the target."""
+    latest = [e for _, e in _evaluations(events[: index + 1])]
     if not latest:
         return False
     last = latest[-1]
     return last.correct and bool(last.ratios) and all(r >= config.target_ratio for r in last.ratios.values())
 
 
-def check_claimed_limit(events: Events, config: ClaimedLimitConfig = ClaimedLimitConfig()) -> MomentCheck:
+def _stop_justified(events: Events, stop_index: int, config: ClaimedLimitConfig) -> bool:
+    """A stop decision recorded after the attempt says the goal was met, or (without one) the latest
+    evaluation meets the target."""
+    for event in events[stop_index + 1 :]:
+        if isinstance(event, StopDecision):
+            return event.goal_status == "met"
+        if isinstance(event, StopAttempt):
+            break
+    return _meets_target(events, stop_index, config)
+
+
+def check_claimed_limit(events: Events, config: ClaimedLimitConfig = DEFAULT_CLAIMED_LIMIT) -> MomentCheck:
     """Holds on a stop attempt while the goal is unmet, or on the agent's own words claiming a limit or
-    completion (negated or hypothetical phrases do not count), either one after the latest evaluation."""
+    completion while the goal is unmet (negated or hypothetical phrases do not count), either one after
+    the latest evaluation."""
     # A claim followed by a new evaluation has passed: the agent went back to work.
     start = _since_question(events, Moment.CLAIMED_LIMIT)
     evaluations = _evaluations(events, start)
     start = max(start, evaluations[-1][0] + 1 if evaluations else start)
     for index in range(len(events) - 1, start - 1, -1):
         event = events[index]
-        if isinstance(event, StopAttempt) and not _goal_met(events, index, config):
+        if isinstance(event, StopAttempt) and not _stop_justified(events, index, config):
             said = find_claims(event.last_message)
             detail = f"; it said: '{said[0].sentence}'" if said else ""
-            return MomentCheck(moment=Moment.CLAIMED_LIMIT, holds=True, evidence=f"the agent tried to stop while the goal is unmet{detail}")
-        if isinstance(event, AgentMessage) and event.role == "assistant":
+            return MomentCheck(
+                moment=Moment.CLAIMED_LIMIT,
+                holds=True,
+                evidence=f"the agent tried to stop while the goal is unmet{detail}",
+            )
+        if isinstance(event, AgentMessage) and event.role == "assistant" and not _meets_target(events, index, config):
             claims = find_claims(event.text)
             if claims:
                 return MomentCheck(
@@ -198,10 +216,12 @@ def check_claimed_limit(events: Events, config: ClaimedLimitConfig = ClaimedLimi
                     holds=True,
                     evidence=f"the agent claimed '{claims[0].phrase}': '{claims[0].sentence}'",
                 )
-    return MomentCheck(moment=Moment.CLAIMED_LIMIT, holds=False, evidence="no stop attempt with the goal unmet and no claim of a limit")
+    return MomentCheck(
+        moment=Moment.CLAIMED_LIMIT, holds=False, evidence="no stop attempt with the goal unmet and no claim of a limit"
+    )
 
 
-def check_suspicious_gain(events: Events, config: SuspiciousGainConfig = SuspiciousGainConfig()) -> MomentCheck:
+def check_suspicious_gain(events: Events, config: SuspiciousGainConfig = DEFAULT_SUSPICIOUS_GAIN) -> MomentCheck:
     """Holds when a correct evaluation jumps past the previous best by more than X%, runs a scenario
     faster than its roofline floor, or beats the best comparison by more than the set ratio."""
     start = _since_question(events, Moment.SUSPICIOUS_GAIN)
@@ -217,7 +237,9 @@ def check_suspicious_gain(events: Events, config: SuspiciousGainConfig = Suspici
                     f"(+{(e.geomean_ratio / best - 1) * 100:.0f}%, threshold {config.gain_pct:.0f}%) at {_short(e.candidate_hash)}"
                 )
             if e.above_roofline:
-                found.append(f"faster than the roofline floor on {', '.join(e.above_roofline)} at {_short(e.candidate_hash)}")
+                found.append(
+                    f"faster than the roofline floor on {', '.join(e.above_roofline)} at {_short(e.candidate_hash)}"
+                )
             ahead = {s: r for s, r in e.comparison_ratios.items() if r > config.comparison_ratio}
             if ahead:
                 worst = max(ahead, key=ahead.get)
@@ -229,10 +251,12 @@ def check_suspicious_gain(events: Events, config: SuspiciousGainConfig = Suspici
             best = e.geomean_ratio if math.isnan(best) else max(best, e.geomean_ratio)
     if found:
         return MomentCheck(moment=Moment.SUSPICIOUS_GAIN, holds=True, evidence="; ".join(found[-3:]))
-    return MomentCheck(moment=Moment.SUSPICIOUS_GAIN, holds=False, evidence="no jump, no scenario above its floor or far ahead")
+    return MomentCheck(
+        moment=Moment.SUSPICIOUS_GAIN, holds=False, evidence="no jump, no scenario above its floor or far ahead"
+    )
 
 
-def check_explained_failure(events: Events, config: ExplainedFailureConfig = ExplainedFailureConfig()) -> MomentCheck:
+def check_explained_failure(events: Events, config: ExplainedFailureConfig = DEFAULT_EXPLAINED_FAILURE) -> MomentCheck:
     """Holds when, after a failing evaluation and before the next evaluation, the agent attributes the
     failure to tolerance, noise, rounding, flakiness, precision or the reference."""
     start = _since_question(events, Moment.EXPLAINED_FAILURE)
@@ -242,7 +266,12 @@ def check_explained_failure(events: Events, config: ExplainedFailureConfig = Exp
         if isinstance(event, EvaluationDone):
             failed = not event.correct and (event.failing or not config.require_failing_scenarios)
             last_failure = event if failed else None
-        elif index >= start and last_failure is not None and isinstance(event, AgentMessage) and event.role == "assistant":
+        elif (
+            index >= start
+            and last_failure is not None
+            and isinstance(event, AgentMessage)
+            and event.role == "assistant"
+        ):
             blame = find_blame(event.text)
             if blame:
                 failing = ", ".join(last_failure.failing[:3]) or "the evaluation"
@@ -252,7 +281,7 @@ def check_explained_failure(events: Events, config: ExplainedFailureConfig = Exp
     return MomentCheck(moment=Moment.EXPLAINED_FAILURE, holds=False, evidence="no failure explained away")
 
 
-def check_moments(events: Events, config: MomentsConfig = MomentsConfig(), now: float = math.nan) -> list[MomentCheck]:
+def check_moments(events: Events, config: MomentsConfig = DEFAULT_CONFIG, now: float = math.nan) -> list[MomentCheck]:
     """All five checks, in priority order (most urgent first), whether they hold or not."""
     checks = {
         Moment.EXPLAINED_FAILURE: check_explained_failure(events, config.explained_failure),
@@ -264,6 +293,6 @@ def check_moments(events: Events, config: MomentsConfig = MomentsConfig(), now: 
     return [checks[m] for m in PRIORITY]
 
 
-def detect_moments(events: Events, config: MomentsConfig = MomentsConfig(), now: float = math.nan) -> list[MomentHit]:
+def detect_moments(events: Events, config: MomentsConfig = DEFAULT_CONFIG, now: float = math.nan) -> list[MomentHit]:
     """The moments that hold now, most urgent first; ``now`` defaults to the last event's time."""
     return [MomentHit(moment=c.moment, evidence=c.evidence) for c in check_moments(events, config, now) if c.holds]

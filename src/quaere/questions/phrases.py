@@ -79,7 +79,9 @@ _CORRECTNESS_WORDS = re.compile(
     r"correct\w*|outputs?|values?|results?|elements?)\b",
     re.IGNORECASE,
 )
-_CLAUSE_BREAK = re.compile(r"[,;:()\u2014\u2013]|\s-\s|\b(?:but|although|though|however|while|whereas|yet|so)\b", re.IGNORECASE)
+_CLAUSE_BREAK = re.compile(
+    r"[,;:()\u2014\u2013]|\s-\s|\b(?:but|although|though|however|while|whereas|yet|so)\b", re.IGNORECASE
+)
 _CODE_OR_QUOTE = re.compile(r"```.*?```|`[^`\n]*`|\"[^\"\n]*\"|\u201c[^\u201d\n]*\u201d", re.DOTALL)
 _SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+")
 _MARKER = re.compile(r"\s*(?:[-*+#>]+|\d+[.)])\s")
@@ -118,7 +120,7 @@ def _asserted(sentence: str, start: int) -> bool:
     """Whether the phrase starting at ``start`` is asserted: no negation or hypothesis in its clause before it."""
     before = sentence[:start]
     breaks = list(_CLAUSE_BREAK.finditer(before))
-    clause = before[breaks[-1].end():] if breaks else before
+    clause = before[breaks[-1].end() :] if breaks else before
     window = " ".join(clause.split()[-_PREFIX_WORDS:])
     return not _NEGATION.search(window) and not _HYPOTHETICAL.search(window)
 

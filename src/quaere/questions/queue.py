@@ -11,8 +11,9 @@ import fcntl
 import os
 import time
 import uuid
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator, Literal, Union
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
@@ -38,7 +39,7 @@ class Pop(_Line):
     ts: float
 
 
-_LINE: TypeAdapter[Union[Push, Pop]] = TypeAdapter(Union[Push, Pop])
+_LINE: TypeAdapter[Push | Pop] = TypeAdapter(Push | Pop)
 
 
 class QueueEmpty(BaseModel):

@@ -7,7 +7,7 @@ the header's ``group`` and ``set`` into every entry, so an entry is self-contain
 from __future__ import annotations
 
 from enum import Enum
-from typing import Annotated, Literal, Union
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -45,7 +45,7 @@ class Unverified(Strict):
     """The public source it comes from (e.g. 'CUDA C++ Best Practices Guide')."""
 
 
-Provenance = Annotated[Union[Confirmed, Unverified], Field(discriminator="status")]
+Provenance = Annotated[Confirmed | Unverified, Field(discriminator="status")]
 
 
 class Requirements(Strict):

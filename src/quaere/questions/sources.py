@@ -12,7 +12,8 @@ from __future__ import annotations
 import hashlib
 import re
 from collections import Counter
-from typing import Callable, Literal, Protocol, Sequence, Union
+from collections.abc import Callable, Sequence
+from typing import Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -77,7 +78,12 @@ class ChosenQuestion(Frozen):
     def to_event(self, session: int = 0) -> QuestionAsked:
         """The trace event recording that this question was asked."""
         return QuestionAsked(
-            moment=self.moment, source=self.source, entry_id=self.entry_id, text=self.text, kind=self.kind, session=session
+            moment=self.moment,
+            source=self.source,
+            entry_id=self.entry_id,
+            text=self.text,
+            kind=self.kind,
+            session=session,
         )
 
 
@@ -120,19 +126,10 @@ class BankSource:
         preferred = PREFERRED_KINDS.get(moment, ())
         chosen: list[BankEntry] = []
         while pool and len(chosen) < n:
-            shown = {e.group for e in chosen}
-
-            def key(e: BankEntry) -> tuple:
-                return (
-                    moment not in e.moments,
-                    e.group == last_group,
-                    preferred.index(e.kind) if e.kind in preferred else len(preferred),
-                    e.group in shown,
-                    usage[e.group],
-                    _tiebreak(self.seed, len(asked), e.id),
-                )
-
-            best = min(pool, key=key)
+            shown = frozenset(e.group for e in chosen)
+            best = min(
+                pool, key=lambda e, shown=shown: self._rank(e, moment, last_group, preferred, shown, usage, len(asked))
+            )
             chosen.append(best)
             pool.remove(best)
         return [
@@ -140,9 +137,32 @@ class BankSource:
             for r, e in enumerate(chosen, start=1)
         ]
 
+    def _rank(
+        self,
+        e: BankEntry,
+        moment: Moment,
+        last_group: str,
+        preferred: tuple[QuestionKind, ...],
+        shown: frozenset[str],
+        usage: Counter,
+        asked_count: int,
+    ) -> tuple:
+        """Sort key, smaller first: fits the moment, not the group asked last, preferred kind, a group not
+        yet among the suggestions, the least-asked group, then a seeded hash."""
+        return (
+            moment not in e.moments,
+            e.group == last_group,
+            preferred.index(e.kind) if e.kind in preferred else len(preferred),
+            e.group in shown,
+            usage[e.group],
+            _tiebreak(self.seed, asked_count, e.id),
+        )
+
     @staticmethod
     def _reason(e: BankEntry, moment: Moment, last_group: str, preferred: tuple, used: int) -> str:
-        parts = [f"fits {moment.value}" if moment in e.moments else f"nothing unasked fits {moment.value}; closest entry"]
+        parts = [
+            f"fits {moment.value}" if moment in e.moments else f"nothing unasked fits {moment.value}; closest entry"
+        ]
         parts.append(f"{e.kind.value}" + (f" (preferred on {moment.value})" if e.kind in preferred else ""))
         parts.append(f"group '{e.group}' asked {used} time(s)" + (", also last" if e.group == last_group else ""))
         return "; ".join(parts)
@@ -178,7 +198,7 @@ class OwnText(Frozen):
     kind: QuestionKind | None = None
 
 
-HumanReply = Union[Pick, Edit, OwnText]
+HumanReply = Pick | Edit | OwnText
 
 
 class HumanPrompt(Frozen):
@@ -211,7 +231,9 @@ def resolve_reply(moment: Moment, suggestions: Sequence[Suggestion], reply: Huma
     if isinstance(reply, OwnText):
         return ChosenQuestion(moment=moment, source="human", entry_id=None, text=reply.text.strip(), kind=reply.kind)
     if not 1 <= reply.index <= len(suggestions):
-        raise ValueError(f"suggestion {reply.index} does not exist; {len(suggestions)} were shown (1..{len(suggestions)})")
+        raise ValueError(
+            f"suggestion {reply.index} does not exist; {len(suggestions)} were shown (1..{len(suggestions)})"
+        )
     entry = suggestions[reply.index - 1].entry
     text = reply.text.strip() if isinstance(reply, Edit) else entry.question
     return ChosenQuestion(moment=moment, source="human", entry_id=entry.id, text=text, kind=entry.kind)
