@@ -22,13 +22,16 @@
 #define FAH_PP64 0
 #endif
 #ifndef FAH_PP128
-#define FAH_PP128 1
+#define FAH_PP128 0
+#endif
+#ifndef FAH_ST128  // pipeline stages for head dim 128
+#define FAH_ST128 2
 #endif
 #ifndef FAH_BN128  // KV tile width for head dim 128
 #define FAH_BN128 128
 #endif
 #ifndef FAH_PP256
-#define FAH_PP256 1
+#define FAH_PP256 0
 #endif
 
 namespace fah {
@@ -58,6 +61,14 @@ __device__ __forceinline__ void tma_load_4d(uint32_t dst, const CUtensorMap* map
       "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes"
       " [%0], [%1, {%2, %3, %4, %5}], [%6];\n" ::"r"(dst), "l"(reinterpret_cast<uint64_t>(map)),
       "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(bar) : "memory");
+}
+__device__ __forceinline__ void st_shared(uint32_t addr, int v) {
+  asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
+}
+__device__ __forceinline__ int ld_shared(uint32_t addr) {
+  int v;
+  asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(v) : "r"(addr) : "memory");
+  return v;
 }
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
@@ -179,6 +190,7 @@ template <> __device__ __forceinline__ void wgmma_rs<256>(float* d, const uint32
 struct Params {
   __nv_bfloat16* o;
   float* lse;
+  unsigned int* sched;  // [0]: tiles handed out beyond the first wave, [1]: CTAs finished
   int batch, seqlen_q, seqlen_k, heads_q, group;  // group = heads_q / heads_kv
   int causal, num_m_blocks, heads_per_group;
   float scale, scale_log2;
@@ -192,7 +204,7 @@ struct Layout {
   static constexpr int Q_BYTES = kBM * D * 2;
   static constexpr int KV_BYTES = BN * D * 2;  // one K (or V) stage
   static constexpr int BAR_OFF = Q_BYTES + 2 * STAGES * KV_BYTES;
-  static constexpr int SMEM = BAR_OFF + 8 * (2 + 4 * STAGES) + 1024;  // + alignment slack
+  static constexpr int SMEM = BAR_OFF + 8 * (3 + 4 * STAGES) + 1024;  // + tile-id slot  // + alignment slack
 };
 
 // Online-softmax step on one S tile held in registers (this thread: rows r0 and r0+8, BN/4 cols
@@ -259,6 +271,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   auto barFullV = [&](int s) { return bar + 16 + 8 * (STAGES + s); };
   auto barEmptyK = [&](int s) { return bar + 16 + 8 * (2 * STAGES + s); };
   auto barEmptyV = [&](int s) { return bar + 16 + 8 * (3 * STAGES + s); };
+  const uint32_t tile_slot = bar + 16 + 8 * 4 * STAGES;  // producer -> consumers: current tile id
 
   const int num_bh = p.batch * p.heads_q;
   const int num_tiles = p.num_m_blocks * num_bh;
@@ -301,19 +314,33 @@ __global__ void __launch_bounds__(kThreads, 1)
   __syncthreads();
 
   if (wg == 0) {
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 24;\n");
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 32;\n");
     if (tid == 0) {
+      // Dynamic schedule: the first tile is blockIdx.x, later ones come from a global counter, so
+      // CTAs that drew light (causal) tiles take more of them. Each tile id is published in
+      // shared memory and released by the arrive on barQ (with the Q copy, or alone when the tile
+      // has no visible keys); -1 tells the consumers to stop.
       int kv_it = 0, q_it = 0;
-      for (int t = blockIdx.x; t < num_tiles; t += gridDim.x) {
-        int b, h, m0, n_max;
-        tile_info(t, b, h, m0, n_max);
-        if (n_max <= 0) continue;
-        const int hkv = h / p.group;
+      int tile = blockIdx.x;
+      while (true) {
         mbar_wait(barQEmpty, (q_it & 1) ^ 1);
-        mbar_expect_tx(barQ, L::Q_BYTES);
-#pragma unroll
-        for (int c = 0; c < DC; ++c) tma_load_4d(sQ + c * kBM * 128, &tmQ, barQ, c * 64, h, m0, b);
         ++q_it;
+        if (tile >= num_tiles) {
+          st_shared(tile_slot, -1);
+          mbar_arrive(barQ);
+          break;
+        }
+        int b, h, m0, n_max;
+        tile_info(tile, b, h, m0, n_max);
+        st_shared(tile_slot, tile);
+        if (n_max <= 0) {
+          mbar_arrive(barQ);
+        } else {
+          mbar_expect_tx(barQ, L::Q_BYTES);
+#pragma unroll
+          for (int c = 0; c < DC; ++c) tma_load_4d(sQ + c * kBM * 128, &tmQ, barQ, c * 64, h, m0, b);
+        }
+        const int hkv = h / p.group;
         for (int it = 0; it < n_max; ++it, ++kv_it) {
           const int n = n_max - 1 - it;
           const int s = kv_it % STAGES;
@@ -329,21 +356,32 @@ __global__ void __launch_bounds__(kThreads, 1)
           for (int c = 0; c < DC; ++c)
             tma_load_4d(sV + s * L::KV_BYTES + c * BN * 128, &tmV, barFullV(s), c * 64, hkv, n * BN, b);
         }
+        tile = gridDim.x + (int)atomicAdd(&p.sched[0], 1u);
+      }
+      // The last CTA to finish resets the counters for the next launch on this stream.
+      __threadfence();
+      if (atomicAdd(&p.sched[1], 1u) == gridDim.x - 1) {
+        atomicExch(&p.sched[0], 0u);
+        atomicExch(&p.sched[1], 0u);
       }
     }
     return;
   }
 
-  asm volatile("setmaxnreg.inc.sync.aligned.u32 240;\n");
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
   const int cw = wg - 1;
   const int t128 = tid % 128, warp = t128 / 32, lane = t128 % 32;
   const int colq = 2 * (lane % 4);
   const float sl2 = p.scale_log2;
   int kv_it = 0, q_it = 0;
 
-  for (int t = blockIdx.x; t < num_tiles; t += gridDim.x) {
+  while (true) {
+    mbar_wait(barQ, q_it & 1);
+    const int t = ld_shared(tile_slot);
+    if (t < 0) break;
     int b, h, m0, n_max;
     tile_info(t, b, h, m0, n_max);
+    if (n_max <= 0) mbar_arrive(barQEmpty);  // nothing loaded for this tile
     const int row0 = m0 + cw * 64 + warp * 16 + lane / 4;  // this thread's rows: row0, row0 + 8
     const int row1 = row0 + 8;
 
@@ -394,7 +432,6 @@ __global__ void __launch_bounds__(kThreads, 1)
       auto turn_end = [&]() { if (PINGPONG) named_arrive(2 - cw, 256); };
       if (PINGPONG && cw == 1) named_arrive(1, 256);  // warpgroup 1 goes first
 
-      mbar_wait(barQ, q_it & 1);
       {
         const int st = kv_it % STAGES;
         mbar_wait(barFullK(st), (kv_it / STAGES) & 1);
@@ -450,8 +487,8 @@ __global__ void __launch_bounds__(kThreads, 1)
         mbar_arrive(barEmptyV(lst));
       }
       kv_it += n_max;
-      ++q_it;
     }
+    ++q_it;
 
     // Epilogue: finish the row sums across the quad, normalise, write O and LSE.
     lA += __shfl_xor_sync(0xffffffff, lA, 1);
@@ -511,6 +548,8 @@ static bool make_map(CUtensorMap* map, const void* ptr, int d, int heads, int se
              CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
+__device__ unsigned int g_sched[2] = {0u, 0u};  // zero between launches (the last CTA resets it)
+
 static int num_sms() {
   static int n = 0;
   if (n == 0) {
@@ -539,6 +578,7 @@ static int launch(const void* q, const void* k, const void* v, void* o, float* l
   Params p;
   p.o = static_cast<__nv_bfloat16*>(o);
   p.lse = lse;
+  if (cudaGetSymbolAddress(reinterpret_cast<void**>(&p.sched), g_sched) != cudaSuccess) return 7;
   p.batch = batch;
   p.seqlen_q = sq;
   p.seqlen_k = sk;
@@ -575,7 +615,7 @@ extern "C" int attention_forward(const void* q, const void* k, const void* v, vo
   cudaStream_t s = static_cast<cudaStream_t>(stream);
   switch (head_dim) {
     case 64: return fah::launch<64, 128, 3, FAH_PP64>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
-    case 128: return fah::launch<128, FAH_BN128, 2, FAH_PP128>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
+    case 128: return fah::launch<128, FAH_BN128, FAH_ST128, FAH_PP128>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
     case 256: return fah::launch<256, 64, 2, FAH_PP256>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
     default: return 2;
   }
