@@ -19,6 +19,10 @@ def quaere(*args: str, cwd: Path, cache: Path) -> subprocess.CompletedProcess:
                           timeout=300)
 
 
+def reject(constant: str) -> None:
+    raise AssertionError(f"not strict JSON: {constant}")
+
+
 def test_eval_json_in_a_workspace(tmp_path: Path, cache_dir: Path, two_scenarios: Path) -> None:
     made = quaere("init", "ws", "--task", "cpu_softmax", cwd=tmp_path, cache=cache_dir)
     assert made.returncode == 0, made.stderr
@@ -26,7 +30,7 @@ def test_eval_json_in_a_workspace(tmp_path: Path, cache_dir: Path, two_scenarios
     done = quaere("eval", "--json", "--no-benchmark", "--seed", "4", "--scenarios", str(two_scenarios),
                   cwd=workspace, cache=cache_dir)
     assert done.returncode == 0, done.stderr
-    record = json.loads(done.stdout)  # exactly one JSON object, nothing else on stdout
+    record = json.loads(done.stdout, parse_constant=reject)  # exactly one strict JSON object, nothing else
     assert record["task"] == "cpu_softmax" and [v["verdict"] for v in record["correctness"]] == ["passed", "passed"]
     ledger = read_ledger(workspace / ".quaere" / "ledger.jsonl")
     assert ledger.problems == () and ledger.evaluations[0].candidate_hash == record["candidate_hash"]

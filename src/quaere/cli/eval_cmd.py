@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -23,12 +22,14 @@ def eval_command(
                                                      "or the task's initial kernel outside a workspace.")] = None,
     task: Annotated[str | None, typer.Option("--task", help="Shipped task name or task folder; default: the "
                     "workspace's, else flash_attention_hopper with a GPU, cpu_softmax without.")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print exactly one JSON object (the ledger record).")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print exactly one JSON object: the ledger record, with "
+                       "NaN written as null (strict JSON).")] = False,
     scenarios: Annotated[Path | None, typer.Option("--scenarios", help='JSON list [{"id": ..., "params": {...}}] '
                          "replacing the task's correctness scenarios.")] = None,
     seed: Annotated[int | None, typer.Option("--seed", min=0, help="Seed of the random inputs (default: fresh).")] = None,
     no_benchmark: Annotated[bool, typer.Option("--no-benchmark", help="Correctness only, no timing.")] = False,
     no_device: Annotated[bool, typer.Option("--no-device", help="Build and audit only.")] = False,
+    all_rows: Annotated[bool, typer.Option("--all", help="List passed scenarios too when there are many.")] = False,
 ) -> None:
     """Build, audit, check every correctness scenario and time the benchmark set; append to the ledger.
 
@@ -73,9 +74,9 @@ def eval_command(
         workspace.keep_version(source)
         TraceWriter(workspace.trace).write(to_trace_event(evaluation, loaded.spec))
     if as_json:
-        sys.stdout.write(json.dumps(evaluation.model_dump(mode="json")) + "\n")
+        sys.stdout.write(evaluation.model_dump_json() + "\n")
     else:
-        render(evaluation, console)
+        render(evaluation, console, all_rows=all_rows)
         console.print(f"ledger: {ledger}")
     raise typer.Exit(0 if evaluation.correct else EXIT_NOT_CORRECT)
 

@@ -42,11 +42,21 @@ def _fmt(value: float, spec: str = ".3g") -> str:
     return format(value, spec) if math.isfinite(value) else "-"
 
 
-def correctness_table(evaluation: Evaluation) -> Table:
-    table = Table(title="correctness", title_justify="left")
+MAX_ROWS_LISTED = 40
+
+
+def correctness_table(evaluation: Evaluation, all_rows: bool = False) -> Table:
+    """Every scenario, or only those that did not pass when there are more than MAX_ROWS_LISTED."""
+    rows = evaluation.correctness
+    hidden = 0
+    if not all_rows and len(rows) > MAX_ROWS_LISTED:
+        rows = tuple(v for v in rows if not v.verdict.passed)
+        hidden = len(evaluation.correctness) - len(rows)
+    title = "correctness" + (f" ({hidden} passed scenarios not listed; --all lists them)" if hidden else "")
+    table = Table(title=title, title_justify="left")
     for column in ("scenario", "verdict", "max err / bound", "s", "detail"):
         table.add_column(column, overflow="fold")
-    for v in evaluation.correctness:
+    for v in rows:
         worst = max(v.errors, key=lambda e: e.max_abs_err / e.bound if e.bound > 0 else math.inf, default=None)
         error = f"{worst.max_abs_err:.2e} / {worst.bound:.2e}" if worst else "-"
         style = "green" if v.verdict.passed else "red"
@@ -88,14 +98,14 @@ def failure_details(evaluation: Evaluation) -> list[str]:
     return lines
 
 
-def render(evaluation: Evaluation, console: Console) -> None:
+def render(evaluation: Evaluation, console: Console, all_rows: bool = False) -> None:
     console.print(f"task {evaluation.task}  candidate {evaluation.candidate_path}  sha256 {evaluation.candidate_hash[:12]}")
     d = evaluation.device
     console.print(f"device {d.name}  driver {d.driver or '-'}  clocks sm {_fmt(d.sm_clock_mhz)} MHz mem {_fmt(d.mem_clock_mhz)} MHz")
     console.print(f"build {evaluation.build.status.value} ({evaluation.build.duration_s:.1f} s), audit "
                   f"{'clean' if not evaluation.audit else f'{len(evaluation.audit)} finding(s)'}")
     if evaluation.correctness:
-        console.print(correctness_table(evaluation))
+        console.print(correctness_table(evaluation, all_rows))
     if evaluation.benchmarks:
         console.print(benchmark_table(evaluation))
     for line in failure_details(evaluation):

@@ -1,0 +1,31 @@
+"""The eval command's tables: long scenario lists show only what failed unless asked."""
+
+from __future__ import annotations
+
+from rich.console import Console
+
+from quaere.evaluate.display import render
+from quaere.records import ScenarioVerdict, Verdict
+from tests.evaluate.test_ledger import make_evaluation
+
+
+def rendered(all_rows: bool, count: int) -> str:
+    verdicts = tuple(
+        ScenarioVerdict(scenario_id=f"s{i:03d}", verdict=Verdict.WRONG if i == 7 else Verdict.PASSED, seed=1)
+        for i in range(count)
+    )
+    console = Console(record=True, width=160)
+    render(make_evaluation().model_copy(update={"correctness": verdicts}), console, all_rows=all_rows)
+    return console.export_text()
+
+
+def test_many_scenarios_list_only_failures_unless_all() -> None:
+    short = rendered(False, 60)
+    assert "s007" in short and "s008" not in short and "59 passed scenarios not listed" in short
+    assert "NOT CORRECT: 59/60" in short
+    assert "s008" in rendered(True, 60)
+
+
+def test_few_scenarios_are_all_listed() -> None:
+    text = rendered(False, 10)
+    assert "s008" in text and "not listed" not in text
