@@ -104,3 +104,21 @@ def test_harness_weak_when_a_null_candidate_would_pass(cpu_task, quick: EvalOpti
     evaluation = run_evaluation(load_task(str(folder)), cpu_task.initial_kernel, quick)
     assert {v.verdict for v in evaluation.correctness} == {Verdict.HARNESS_WEAK}
     assert "zeros" in evaluation.correctness[0].detail
+
+
+def test_runtime_guard_catches_a_dlopen_while_the_candidate_runs(cpu_task, quick: EvalOptions, tmp_path: Path) -> None:
+    """With cuBLAS banned, the worker runs under the dlopen guard: a clean kernel passes, a loader does not."""
+    import shutil
+
+    from quaere.task.loader import load_task
+
+    folder = tmp_path / "banned"
+    shutil.copytree(cpu_task.folder, folder)
+    toml = folder / "task.toml"
+    toml.write_text(toml.read_text().replace("banned = []", 'banned = ["cublas"]'))
+    task = load_task(str(folder))
+    clean = run_evaluation(task, cpu_task.initial_kernel, quick)
+    assert clean.correct and "guard" not in clean.note, clean.note
+    loader = run_evaluation(task, CANDIDATES / "dlopens_cublas.cpp", quick)
+    assert {v.verdict for v in loader.correctness} == {Verdict.BANNED_AT_RUNTIME}
+    assert "runtime_dlopen" in {f.rule for f in loader.audit}

@@ -70,6 +70,8 @@ class _RuntimeGuard:
         self.log_path = log_dir / "runtime-guard.log"
         self.env = dict(os.environ)
         self.note = ""
+        self.inactive = ""
+        """Why the log showed no guard at the last look ('' once it did); reported if it stays so."""
         self.active = False
         if not banned:
             return
@@ -88,10 +90,12 @@ class _RuntimeGuard:
         from quaere.evaluate.runtime_guard import GuardNotActive, runtime_findings
 
         try:
-            return tuple(runtime_findings(self.log_path, self.artifact, self.banned))
-        except GuardNotActive as exc:
-            self.note = f"dlopen guard: {exc}"
+            found = tuple(runtime_findings(self.log_path, self.artifact, self.banned))
+        except GuardNotActive as exc:  # before the first worker started, or the shim did not load
+            self.inactive = f"dlopen guard: {exc}"
             return ()
+        self.inactive = ""
+        return found
 
 
 def _not_run(scenarios: list[Scenario], seed: int, why: str) -> tuple[ScenarioVerdict, ...]:
@@ -202,7 +206,7 @@ def run_evaluation(task: Task, candidate: Path, options: EvalOptions, progress: 
                 benches, note = _benchmarks(task, seed, options, sup, progress)
                 notes.extend(n for n in (note, sup.clock_note) if n)
         audit = audit + tuple(f for f in guard.findings() if f not in audit)
-        notes.extend([guard.note] if guard.note else [])
+        notes.extend(n for n in (guard.note, guard.inactive) if n)
     finally:
         shutil.rmtree(log_dir, ignore_errors=True)
     return Evaluation(**base, audit=audit, ran=True, correctness=verdicts, benchmarks=benches,
