@@ -154,3 +154,20 @@ def test_install_and_uninstall_through_the_cli(ws):
     assert len(data["hooks"]["Stop"]) == 2
     assert run_quaere("hooks", "install", "--agent", "claude-code", "--uninstall", cwd=ws.root).returncode == 0
     assert settings.read_text() == original
+
+
+def test_goal_retime_times_only_the_near_misses_through_the_evaluator(ws, task):
+    """A configuration within its spread of the target is re-timed for real before it counts as missed."""
+    verdicts = [(s.id, Verdict.PASSED) for s in task.module.correctness_scenarios()]
+    ids = [s.id for s in task.module.benchmark_scenarios()]
+    benches = [bench(i, 1.0, 0.97 if i == ids[0] else 2.0, 0.1) for i in ids]  # ids[0]: 0.97x +- 0.2
+    append_evaluation(ws.ledger, evaluation(content_hash(ws.candidate), verdicts=verdicts, benchmarks=benches)
+                      .model_copy(update={"task": "cpu_softmax"}))
+    done = run_quaere("goal", "--retime", "--json", cwd=ws.root)
+    status = json.loads(done.stdout)
+    assert status["retimed"] == [ids[0]], done.stderr
+    from quaere.evaluate.ledger import read_ledger
+
+    fresh = read_ledger(ws.ledger).evaluations[-1]
+    assert fresh.correctness == () and [b.scenario_id for b in fresh.benchmarks] == [ids[0]]
+    assert done.returncode == (0 if status["state"] == "met" else 1)

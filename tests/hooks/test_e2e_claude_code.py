@@ -151,3 +151,24 @@ def test_stop_hook_blocks_with_failures_and_question_then_lets_the_met_goal_stop
     assert [e.correct for e in evaluations] == [False, True]
     result = [json.loads(line) for line in run.stdout.splitlines() if line.startswith("{")][-1]
     assert result["type"] == "result" and result["result"] == "Fixed the overflow and evaluated it; done."
+
+
+@pytest.mark.skipif(_claude_binary() is None, reason="claude-agent-sdk's bundled Claude Code CLI is not installed")
+def test_installed_block_cap_lets_quaere_budget_decide_past_eight_blocks(workspace, tmp_path):
+    """Claude Code alone ends a turn after 8 consecutive blocks; the installed env raises it to the budget
+    (12 here), so the 12 blocks happen and quaere's own budget lets the 13th stop through."""
+    ws = workspace
+    attempts = iter(range(1, 100))
+
+    def claim(request: RecordedRequest) -> Turn:
+        # A different sentence each time: Claude Code ends the turn itself when the model repeats itself.
+        return Turn.text(f"I am done (attempt {next(attempts)}).")
+
+    with ScriptedAnthropicServer([], fallback=claim) as server:
+        run = _run_claude(_claude_binary(), server, ws, tmp_path / "home")
+        turns = len(server.agent_requests)
+    assert run.returncode == 0, run.stderr[-2000:]
+    decisions = [e for e in read_trace(ws.trace).events if isinstance(e, StopDecision)]
+    assert [d.decision for d in decisions] == ["block"] * 12 + ["allow"]
+    assert decisions[-1].goal_status == "budget_spent"
+    assert turns == 13

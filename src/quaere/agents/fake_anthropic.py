@@ -133,7 +133,7 @@ def default_is_agent_turn(request: RecordedRequest) -> bool:
 @dataclass
 class _State:
     script: list[TurnSource]
-    fallback: Turn
+    fallback: TurnSource
     is_agent_turn: Callable[[RecordedRequest], bool]
     model: str
     requests: list[RecordedRequest] = field(default_factory=list)
@@ -289,14 +289,14 @@ class ScriptedAnthropicServer:
 
     Use as a context manager; ``base_url`` is what ``ANTHROPIC_BASE_URL`` should be, ``requests`` every
     request received so far (in order), ``agent_requests`` those that consumed a turn. When the script runs
-    out, ``fallback`` is played (by default a plain end of turn).
+    out, ``fallback`` (a turn or a function of the request) is played; by default a plain end of turn.
     """
 
     def __init__(
         self,
         script: Sequence[TurnSource],
         *,
-        fallback: Turn | None = None,
+        fallback: TurnSource | None = None,
         is_agent_turn: Callable[[RecordedRequest], bool] = default_is_agent_turn,
         model: str = "claude-fake-1",
     ) -> None:
