@@ -22,7 +22,7 @@ from pathlib import Path
 from quaere.agents.asking import CampaignQuestions, ConfiguredDetector
 from quaere.agents.base import Agent, EndReason, SessionLimits, SessionOutcome
 from quaere.agents.config import CampaignConfig
-from quaere.agents.display import CampaignView, Display, NullDisplay, best_by_group
+from quaere.agents.display import CampaignView, Display, NullDisplay, TraceFollower, best_by_group
 from quaere.agents.session import Counters, Limits, SessionHooks
 from quaere.agents.state import CampaignState, CampaignStatus, StateError, load_state, save_state
 from quaere.goal import render_goal
@@ -30,8 +30,14 @@ from quaere.hook_state import HookBudget, update_state
 from quaere.hooks import HookDeps, MomentDetector, current_goal
 from quaere.task import Task, load_task
 from quaere.trace import (
-    AgentMessage, BudgetSpent, ErrorEvent, EvaluationDone, QuestionAsked, SessionEnd, SessionStart, ToolCall,
-    TraceWriter, read_trace,
+    AgentMessage,
+    BudgetSpent,
+    ErrorEvent,
+    SessionEnd,
+    SessionStart,
+    ToolCall,
+    TraceWriter,
+    read_trace,
 )
 from quaere.workspace import Workspace, WorkspaceError, create_workspace, open_workspace
 
@@ -71,15 +77,24 @@ def opening_message(task: Task, workspace: Workspace, session: int, goal_text: s
 class _Run:
     """One run (first start or a resume) of a campaign; holds the counters between sessions."""
 
-    def __init__(self, config: CampaignConfig, task: Task, workspace: Workspace, state: CampaignState,
-                 agent: Agent, deps: HookDeps, display: Display, clock: Callable[[], float]) -> None:
+    def __init__(
+        self,
+        config: CampaignConfig,
+        task: Task,
+        workspace: Workspace,
+        state: CampaignState,
+        agent: Agent,
+        deps: HookDeps,
+        display: Display,
+        clock: Callable[[], float],
+    ) -> None:
         self.config, self.task, self.ws, self.state, self.agent = config, task, workspace, state, agent
         self.deps, self.display, self.clock = deps, display, clock
         self.writer = TraceWriter(workspace.trace, secrets=config.secret_values())
         self.started = clock()
         self.counters = Counters(tool_calls=state.tool_calls, cost_usd=state.cost_usd)
         self.session = state.sessions_started
-        self.last_activity = ""
+        self.follower = TraceFollower(workspace.trace)
 
     def wall_s(self) -> float:
         return self.state.wall_s_before + (self.clock() - self.started)
@@ -91,19 +106,28 @@ class _Run:
         save_state(self.ws.campaign_state, self.state)
 
     def changed(self) -> None:
+        """After every event: save where the loop stands, refresh the live view."""
         self.save()
-        events = read_trace(self.ws.trace).events
-        questions = [e for e in events if isinstance(e, QuestionAsked)]
-        evaluations = [e for e in events if isinstance(e, EvaluationDone)]
+        self.follower.poll()
         budgets = self.config.budgets
-        self.display.update(CampaignView(
-            task=self.task.spec.name, agent=self.agent.name, session=self.session, sessions_limit=budgets.sessions,
-            tool_calls=self.counters.tool_calls, tool_calls_limit=budgets.tool_calls, wall_s=self.wall_s(),
-            cost_usd=self.counters.cost_usd, evaluations=len(evaluations), best_by_group=best_by_group(evaluations),
-            last_question=questions[-1].text if questions else "",
-            last_activity=_activity(events[-1]) if events else "",
-            status=self.counters.spent or self.state.status.value,
-        ))
+        last = self.follower.last_event
+        self.display.update(
+            CampaignView(
+                task=self.task.spec.name,
+                agent=self.agent.name,
+                session=self.session,
+                sessions_limit=budgets.sessions,
+                tool_calls=self.counters.tool_calls,
+                tool_calls_limit=budgets.tool_calls,
+                wall_s=self.wall_s(),
+                cost_usd=self.counters.cost_usd,
+                evaluations=len(self.follower.evaluations),
+                best_by_group=best_by_group(self.follower.evaluations),
+                last_question=self.follower.last_question,
+                last_activity=_activity(last) if last is not None else "",
+                status=self.counters.spent or self.state.status.value,
+            )
+        )
 
     def spent_between_sessions(self) -> str:
         """A budget that forbids another session (writing its ``budget`` event), else ""."""
@@ -111,10 +135,12 @@ class _Run:
             return self.counters.spent
         budgets = self.config.budgets
         wall_limit = budgets.wall_min * 60 if budgets.wall_min is not None else None
-        checks = (("sessions", budgets.sessions, float(self.state.sessions_started)),
-                  ("tool_calls", budgets.tool_calls, float(self.counters.tool_calls)),
-                  ("wall_s", wall_limit, self.wall_s()),
-                  ("cost_usd", budgets.cost_usd, self.counters.cost_usd))
+        checks = (
+            ("sessions", budgets.sessions, float(self.state.sessions_started)),
+            ("tool_calls", budgets.tool_calls, float(self.counters.tool_calls)),
+            ("wall_s", wall_limit, self.wall_s()),
+            ("cost_usd", budgets.cost_usd, self.counters.cost_usd),
+        )
         for name, limit, used in checks:
             if limit is not None and used >= limit:
                 self.writer.write(BudgetSpent(session=self.session, budget=name, limit=float(limit), used=used))
@@ -139,7 +165,9 @@ class _Run:
 
     def one_session(self, goal_text: str) -> SessionOutcome:
         session_id = f"quaere-{self.config.agent}-{self.state.sessions_started + 1}"
-        hook_state = update_state(self.ws.state, lambda s: s.sessions.append(session_id) if session_id not in s.sessions else None)
+        hook_state = update_state(
+            self.ws.state, lambda s: s.sessions.append(session_id) if session_id not in s.sessions else None
+        )
         self.session = hook_state.sessions.index(session_id) + 1
         self.state.sessions_started += 1
         self.state.session_open = True
@@ -148,10 +176,17 @@ class _Run:
         self.writer.write(AgentMessage(session=self.session, role="user", text=opening))
         self.changed()
         hooks = SessionHooks(
-            session=self.session, session_id=session_id, deps=self.deps, writer=self.writer, counters=self.counters,
-            limits=Limits(self.config.budgets.tool_calls,
-                          self.config.budgets.wall_min * 60 if self.config.budgets.wall_min else None),
-            wall_s=self.wall_s, on_change=self.changed,
+            session=self.session,
+            session_id=session_id,
+            deps=self.deps,
+            writer=self.writer,
+            counters=self.counters,
+            limits=Limits(
+                self.config.budgets.tool_calls,
+                self.config.budgets.wall_min * 60 if self.config.budgets.wall_min else None,
+            ),
+            wall_s=self.wall_s,
+            on_change=self.changed,
         )
         try:
             outcome = self.agent.run_session(self.ws.root, opening, hooks, self.limits())
@@ -160,7 +195,9 @@ class _Run:
             raise
         self.counters.cost_usd += outcome.cost_usd or 0.0
         if outcome.reason is EndReason.ERROR:
-            self.writer.write(ErrorEvent(session=self.session, where=f"agent:{self.agent.name}", message=outcome.detail))
+            self.writer.write(
+                ErrorEvent(session=self.session, where=f"agent:{self.agent.name}", message=outcome.detail)
+            )
         self.end_session(outcome.reason.value)
         return outcome
 
@@ -180,8 +217,14 @@ class _Run:
         return self.result(reason)
 
     def result(self, reason: str) -> CampaignResult:
-        return CampaignResult(reason, self.state.sessions_started, self.counters.tool_calls, self.wall_s(),
-                              self.counters.cost_usd, self.ws.root)
+        return CampaignResult(
+            reason,
+            self.state.sessions_started,
+            self.counters.tool_calls,
+            self.wall_s(),
+            self.counters.cost_usd,
+            self.ws.root,
+        )
 
 
 def _activity(event: object) -> str:
@@ -202,8 +245,11 @@ def prepare_workspace(config: CampaignConfig, task: Task, resume: bool) -> tuple
             raise StateError(f"{config.workspace}: a campaign already exists here; resume it with --resume")
         try:
             existing = (config.workspace / ".quaere" / "workspace.toml").exists()
-            workspace = open_workspace(config.workspace) if existing \
+            workspace = (
+                open_workspace(config.workspace)
+                if existing
                 else create_workspace(config.workspace, _task_reference(config.task), task.initial_kernel)
+            )
         except WorkspaceError as exc:
             raise StateError(str(exc)) from None
         if workspace.root.resolve() != config.workspace.resolve():
@@ -215,7 +261,9 @@ def prepare_workspace(config: CampaignConfig, task: Task, resume: bool) -> tuple
     state.tool_calls = sum(1 for e in events if isinstance(e, ToolCall) and e.session > 0)
     if state.session_open:
         last = max((e.session for e in events), default=state.sessions_started)
-        TraceWriter(workspace.trace, secrets=config.secret_values()).write(SessionEnd(session=last, reason="interrupted"))
+        TraceWriter(workspace.trace, secrets=config.secret_values()).write(
+            SessionEnd(session=last, reason="interrupted")
+        )
         state.session_open = False
     state.status = CampaignStatus.RUNNING
     state.finished_reason = ""
@@ -225,8 +273,9 @@ def prepare_workspace(config: CampaignConfig, task: Task, resume: bool) -> tuple
     return workspace, state
 
 
-def hook_deps(config: CampaignConfig, workspace: Workspace, source: object | None,
-              moments: MomentDetector | None) -> HookDeps:
+def hook_deps(
+    config: CampaignConfig, workspace: Workspace, source: object | None, moments: MomentDetector | None
+) -> HookDeps:
     """The hook handlers' dependencies for a campaign: the real ledger and task, ``source`` behind the
     queue of ``quaere ask``, the detectors with the campaign's settings, the campaign's block budget, and
     ``record_tool_events=False`` (the campaign traces tool calls itself)."""
@@ -238,10 +287,12 @@ def hook_deps(config: CampaignConfig, workspace: Workspace, source: object | Non
 
     chosen = source if source is not None else BankSource(load_bank(), config.seed)
     return build_deps(
-        workspace, HookDialect.CLAUDE_CODE,
+        workspace,
+        HookDialect.CLAUDE_CODE,
         questions=CampaignQuestions(workspace, chosen, context_of(load_task_spec(workspace))),
         moments=moments if moments is not None else ConfiguredDetector(config.moments),
-        budget=HookBudget(max_blocks=config.budgets.max_blocks), record_tool_events=False,
+        budget=HookBudget(max_blocks=config.budgets.max_blocks),
+        record_tool_events=False,
         secrets=config.secret_values(),
     )
 

@@ -52,7 +52,9 @@ def story() -> list[Step]:
 def campaign_config(workspace: Path, agent: str, **fields: object) -> CampaignConfig:
     """Small budgets and a short plateau so the story fits in one session of a few evaluations."""
     return CampaignConfig(
-        task=str(TASK), workspace=workspace, agent=agent,  # type: ignore[arg-type]
+        task=str(TASK),
+        workspace=workspace,
+        agent=agent,  # type: ignore[arg-type]
         budgets=Budgets(sessions=2, tool_calls=40, wall_min=15),
         moments=MomentsConfig(plateau=PlateauConfig(evaluations=2)),
         **fields,  # type: ignore[arg-type]

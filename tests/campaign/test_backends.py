@@ -14,7 +14,7 @@ from quaere.agents.bash_tool import run_bash
 from quaere.agents.config import OpenAISettings
 from quaere.agents.fake_openai import Reply, ScriptedOpenAIServer, last_user_text
 from quaere.agents.openai_loop import OpenAIAgent
-from quaere.agents.scripted import ScriptError, ScriptedAgent, load_script, parse_actions
+from quaere.agents.scripted import ScriptedAgent, ScriptError, load_script, parse_actions
 from quaere.trace import Event
 
 
@@ -46,8 +46,12 @@ class RecordingHooks:
 
 @pytest.mark.parametrize("stream", [False, True])
 def test_openai_loop_runs_bash_and_routes_hooks(tmp_path: Path, stream: bool) -> None:
-    script = [Reply.bash("echo hello > out.txt; cat out.txt; exit 3", content="Writing a file."),
-              Reply(tool_calls=(("python", {"code": "1"}),)), Reply.text("I am done."), Reply.text("Done, really.")]
+    script = [
+        Reply.bash("echo hello > out.txt; cat out.txt; exit 3", content="Writing a file."),
+        Reply(tool_calls=(("python", {"code": "1"}),)),
+        Reply.text("I am done."),
+        Reply.text("Done, really."),
+    ]
     with ScriptedOpenAIServer(script) as server:
         agent = OpenAIAgent(OpenAISettings(base_url=server.base_url, model="m", stream=stream))
         hooks = RecordingHooks()
@@ -56,14 +60,25 @@ def test_openai_loop_runs_bash_and_routes_hooks(tmp_path: Path, stream: bool) ->
 
     assert outcome.reason is EndReason.GOAL_MET and outcome.tool_calls == 2
     assert (tmp_path / "out.txt").read_text() == "hello\n"
-    assert [e.type for e in hooks.events] == ["message", "tool_call", "tool_result", "tool_call", "tool_result",
-                                              "message", "message"]
+    assert [e.type for e in hooks.events] == [
+        "message",
+        "tool_call",
+        "tool_result",
+        "tool_call",
+        "tool_result",
+        "message",
+        "message",
+    ]
     assert hooks.events[2].output == "hello\n" and hooks.events[2].is_error  # exit 3
     assert hooks.events[4].is_error and "the only tool is bash" in hooks.events[4].output
     assert hooks.stops == ["I am done.", "Done, really."]
     assert requests[0]["messages"][1]["content"] == "Optimize the kernel.\n\nQuestion: where does the time go?"
     second = requests[1]["messages"]
-    assert second[-2] == {"role": "tool", "tool_call_id": second[-3]["tool_calls"][0]["id"], "content": "hello\n[exit 3]"}
+    assert second[-2] == {
+        "role": "tool",
+        "tool_call_id": second[-3]["tool_calls"][0]["id"],
+        "content": "hello\n[exit 3]",
+    }
     assert second[-1] == {"role": "user", "content": "Question: what did call 1 show?"}
     assert last_user_text(requests[3]) == "goal: UNMET, keep going"
     assert all(r.get("stream", False) is stream for r in requests)
@@ -90,8 +105,9 @@ def test_bash_tool_kills_a_command_that_outlives_its_limit(tmp_path: Path) -> No
 
 def test_scripted_agent_replays_across_sessions_and_validates_its_file(tmp_path: Path) -> None:
     script = tmp_path / "script.json"
-    script.write_text(json.dumps([{"say": "hi"}, {"bash": "echo one"}, {"stop": "done?"}, {"stop": "done!"},
-                                  {"bash": "echo two"}]))
+    script.write_text(
+        json.dumps([{"say": "hi"}, {"bash": "echo one"}, {"stop": "done?"}, {"stop": "done!"}, {"bash": "echo two"}])
+    )
     agent = ScriptedAgent(load_script(script))
     first, hooks = agent.run_session(tmp_path, "go", RecordingHooks(), SessionLimits()), None
     assert first.reason is EndReason.GOAL_MET and first.tool_calls == 1

@@ -15,7 +15,6 @@ from quaere.agents.fake_anthropic import ScriptedAnthropicServer, Turn
 from quaere.campaign import run_campaign
 from quaere.records import Moment
 from quaere.trace import QuestionAsked, read_trace
-
 from tests.campaign.story import asked_moments, campaign_config, event_types, stop_decisions, story
 
 
@@ -62,11 +61,24 @@ def test_claude_campaign_reaches_the_goal_through_all_five_moments(tmp_path: Pat
     assert result.cost_usd > 0  # Claude Code reports a cost from the usage the server returned
     assert asked_moments(trace) == set(Moment)
     assert stop_decisions(trace) == [("block", "unmet"), ("allow", "met")]
-    assert {"session_start", "session_end", "message", "tool_call", "tool_result", "evaluation", "moment",
-            "question", "stop_attempt", "stop_decision"} <= event_types(trace)
+    assert {
+        "session_start",
+        "session_end",
+        "message",
+        "tool_call",
+        "tool_result",
+        "evaluation",
+        "moment",
+        "question",
+        "stop_attempt",
+        "stop_decision",
+    } <= event_types(trace)
     # the hooks' words reached the model in the request right after the event that raised them
     texts = [r.text() for r in requests]
-    question = next(e.text for e in read_trace(trace).events
-                    if isinstance(e, QuestionAsked) and e.moment is Moment.EXPLAINED_FAILURE)
+    question = next(
+        e.text
+        for e in read_trace(trace).events
+        if isinstance(e, QuestionAsked) and e.moment is Moment.EXPLAINED_FAILURE
+    )
     assert question not in texts[2] and question in texts[3]  # after the evaluation that followed the blame
     assert "goal: UNMET" not in texts[4] and "goal: UNMET" in texts[5]  # after the refused stop

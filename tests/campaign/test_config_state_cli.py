@@ -14,17 +14,21 @@ from quaere.agents.config import CampaignConfig, config_from_env, config_from_sa
 from quaere.agents.display import CampaignView, RichDisplay, best_by_group
 from quaere.agents.state import CampaignState, StateError, load_state, save_state
 from quaere.trace import EvaluationDone
-
 from tests.campaign.story import TASK
 
 KEY = "sk-config-test-0123456789abcdef"
 
 
 def test_environment_then_flags_and_no_key_in_the_saved_config(tmp_path: Path) -> None:
-    env = {"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": "http://gpu-box:8000/v1", "HF_TOKEN": "hf_abcdefgh123",
-           "PATH": "/usr/bin"}
-    config = config_from_env(env, "cpu_softmax", tmp_path, agent="openai", sessions=4, max_cost_usd=None,
-                             model="qwen-coder")
+    env = {
+        "OPENAI_API_KEY": KEY,
+        "OPENAI_BASE_URL": "http://gpu-box:8000/v1",
+        "HF_TOKEN": "hf_abcdefgh123",
+        "PATH": "/usr/bin",
+    }
+    config = config_from_env(
+        env, "cpu_softmax", tmp_path, agent="openai", sessions=4, max_cost_usd=None, model="qwen-coder"
+    )
     assert config.openai.base_url == "http://gpu-box:8000/v1" and config.openai.model == "qwen-coder"
     assert config.budgets.sessions == 4 and config.budgets.cost_usd is None
     assert set(config.secret_values()) == {KEY, "hf_abcdefgh123"}  # token-like names only, not PATH
@@ -56,14 +60,30 @@ def test_best_ratio_per_group_counts_only_correct_evaluations() -> None:
     ]
     assert best_by_group(events) == pytest.approx({"d128": 1.5, "d64": 1.2})
     display = RichDisplay()
-    display.update(CampaignView(task="t", agent="openai", session=2, sessions_limit=16, tool_calls=40,
-                                best_by_group={"d64": 1.2}, last_question="Where does the time go?"))
+    display.update(
+        CampaignView(
+            task="t",
+            agent="openai",
+            session=2,
+            sessions_limit=16,
+            tool_calls=40,
+            best_by_group={"d64": 1.2},
+            last_question="Where does the time go?",
+        )
+    )
     display.close()
 
 
 def _quaere(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "quaere", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=300, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "quaere", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+        env={**(env or os.environ), "COLUMNS": "200"},  # wide help: no option name wrapped by rich
+    )
 
 
 def test_run_help_explains_budgets_and_bad_input_gets_a_clear_error(tmp_path: Path) -> None:
@@ -74,8 +94,17 @@ def test_run_help_explains_budgets_and_bad_input_gets_a_clear_error(tmp_path: Pa
     assert missing.returncode == 2 and "--task is required" in missing.stderr and "Traceback" not in missing.stderr
     resume = _quaere("run", "--resume", "--workspace", str(tmp_path / "nowhere"), "--no-live", cwd=tmp_path)
     assert resume.returncode == 2 and "campaign.json" in resume.stderr and "Traceback" not in resume.stderr
-    script = _quaere("run", "--task", str(TASK), "--agent", "scripted", "--no-live", "--workspace",
-                     str(tmp_path / "ws"), cwd=tmp_path)
+    script = _quaere(
+        "run",
+        "--task",
+        str(TASK),
+        "--agent",
+        "scripted",
+        "--no-live",
+        "--workspace",
+        str(tmp_path / "ws"),
+        cwd=tmp_path,
+    )
     assert script.returncode == 2 and "--script" in script.stderr
 
 
@@ -83,8 +112,22 @@ def test_scripted_campaign_from_the_command_line_ends_on_its_session_budget(tmp_
     script = tmp_path / "script.json"
     script.write_text(json.dumps([{"bash": "echo $QUAERE_TEST_TOKEN; quaere eval"}, {"stop": "I think this is done."}]))
     env = dict(os.environ, QUAERE_TEST_TOKEN="tok-should-never-appear-123")
-    run = _quaere("run", "--task", str(TASK), "--agent", "scripted", "--script", str(script), "--sessions", "1",
-                  "--workspace", str(tmp_path / "ws"), "--no-live", cwd=tmp_path, env=env)
+    run = _quaere(
+        "run",
+        "--task",
+        str(TASK),
+        "--agent",
+        "scripted",
+        "--script",
+        str(script),
+        "--sessions",
+        "1",
+        "--workspace",
+        str(tmp_path / "ws"),
+        "--no-live",
+        cwd=tmp_path,
+        env=env,
+    )
     assert run.returncode == 0, run.stderr
     assert "campaign ended: sessions after 1 sessions, 1 tool calls" in run.stdout
     trace = (tmp_path / "ws" / ".quaere" / "trace.jsonl").read_text()

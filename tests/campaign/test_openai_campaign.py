@@ -11,7 +11,6 @@ from quaere.agents.fake_openai import Reply, ScriptedOpenAIServer, last_user_tex
 from quaere.agents.openai_loop import OpenAIAgent
 from quaere.campaign import run_campaign
 from quaere.records import Moment
-
 from tests.campaign.story import asked_moments, campaign_config, event_types, stop_decisions, story
 
 SECRET = "sk-campaign-test-secret-0123456789"
@@ -44,8 +43,18 @@ def test_openai_campaign_reaches_the_goal_through_all_five_moments(tmp_path: Pat
     trace = workspace / ".quaere" / "trace.jsonl"
     assert asked_moments(trace) == set(Moment)
     assert stop_decisions(trace) == [("block", "unmet"), ("allow", "met")]
-    assert {"session_start", "session_end", "message", "tool_call", "tool_result", "evaluation", "moment",
-            "question", "stop_attempt", "stop_decision"} <= event_types(trace)
+    assert {
+        "session_start",
+        "session_end",
+        "message",
+        "tool_call",
+        "tool_result",
+        "evaluation",
+        "moment",
+        "question",
+        "stop_attempt",
+        "stop_decision",
+    } <= event_types(trace)
     # what the model was sent: the campaign-start question with the opening, a moment's question after the
     # tool result that raised it, the Stop hook's reason (failing scenarios and a question) after the block
     assert all(r["model"] == "fake-coder" and r["tools"][0]["function"]["name"] == "bash" for r in requests)

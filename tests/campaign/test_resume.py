@@ -13,7 +13,6 @@ from pathlib import Path
 from quaere.agents.fake_openai import Reply, ScriptedOpenAIServer
 from quaere.agents.state import CampaignStatus, load_state
 from quaere.trace import SessionEnd, SessionStart, ToolCall, read_trace
-
 from tests.campaign.story import DONE, EVAL, KERNELS, TASK
 
 SECRET = "sk-resume-test-secret-0123456789"
@@ -24,7 +23,9 @@ def _wait_for(predicate, timeout_s: float, what: str, process: subprocess.Popen)
     deadline = time.monotonic() + timeout_s
     while not predicate():
         if process.poll() is not None:
-            raise AssertionError(f"quaere run exited early ({process.returncode}) before {what}: {process.stderr.read()}")
+            raise AssertionError(
+                f"quaere run exited early ({process.returncode}) before {what}: {process.stderr.read()}"
+            )
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         time.sleep(0.2)
@@ -46,11 +47,30 @@ def test_killed_campaign_resumes_and_keeps_its_trace_prefix(tmp_path: Path) -> N
     ]
     env = dict(os.environ, OPENAI_API_KEY=SECRET)
     with ScriptedOpenAIServer(replies) as server:
-        start = [sys.executable, "-m", "quaere", "run", "--task", str(TASK), "--agent", "openai",
-                 "--base-url", server.base_url, "--model", "fake-coder", "--workspace", str(workspace),
-                 "--sessions", "3", "--max-tool-calls", "20", "--no-live"]
-        process = subprocess.Popen(start, env=env, start_new_session=True, stdout=subprocess.PIPE,
-                                   stderr=subprocess.PIPE, text=True)
+        start = [
+            sys.executable,
+            "-m",
+            "quaere",
+            "run",
+            "--task",
+            str(TASK),
+            "--agent",
+            "openai",
+            "--base-url",
+            server.base_url,
+            "--model",
+            "fake-coder",
+            "--workspace",
+            str(workspace),
+            "--sessions",
+            "3",
+            "--max-tool-calls",
+            "20",
+            "--no-live",
+        ]
+        process = subprocess.Popen(
+            start, env=env, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
         try:
             _wait_for(lambda: _slow_call_started(trace), 240, "the slow tool call", process)
         finally:
@@ -60,15 +80,21 @@ def test_killed_campaign_resumes_and_keeps_its_trace_prefix(tmp_path: Path) -> N
         killed = load_state(workspace / ".quaere" / "campaign.json")
         assert killed.status is CampaignStatus.RUNNING and killed.session_open
 
-        resumed = subprocess.run([sys.executable, "-m", "quaere", "run", "--resume", "--workspace", str(workspace),
-                                  "--no-live"], env=env, capture_output=True, text=True, timeout=300)
+        resumed = subprocess.run(
+            [sys.executable, "-m", "quaere", "run", "--resume", "--workspace", str(workspace), "--no-live"],
+            check=False,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert resumed.returncode == 0, resumed.stderr
         assert "goal_met" in resumed.stdout
 
     after = trace.read_bytes()
     assert after.startswith(before) and len(after) > len(before)
     events = read_trace(trace).events
-    added = events[len(read_trace_bytes(before, tmp_path)):]
+    added = events[len(read_trace_bytes(before, tmp_path)) :]
     assert isinstance(added[0], SessionEnd) and added[0].session == 1 and added[0].reason == "interrupted"
     assert isinstance(added[1], SessionStart) and added[1].session == 2
     state = load_state(workspace / ".quaere" / "campaign.json")

@@ -13,7 +13,6 @@ from quaere.agents.state import CampaignStatus, load_state
 from quaere.campaign import run_campaign
 from quaere.records import Moment
 from quaere.trace import read_trace
-
 from tests.campaign.story import asked_moments, campaign_config, event_types, stop_decisions, story
 
 
@@ -31,8 +30,18 @@ def test_scripted_campaign_reaches_the_goal_through_all_five_moments(tmp_path: P
     trace = workspace / ".quaere" / "trace.jsonl"
     assert asked_moments(trace) == set(Moment)
     assert stop_decisions(trace) == [("block", "unmet"), ("allow", "met")]
-    assert {"session_start", "session_end", "message", "tool_call", "tool_result", "evaluation", "moment",
-            "question", "stop_attempt", "stop_decision"} <= event_types(trace)
+    assert {
+        "session_start",
+        "session_end",
+        "message",
+        "tool_call",
+        "tool_result",
+        "evaluation",
+        "moment",
+        "question",
+        "stop_attempt",
+        "stop_decision",
+    } <= event_types(trace)
     state = load_state(workspace / ".quaere" / "campaign.json")
     assert state.status is CampaignStatus.FINISHED and state.finished_reason == "goal_met"
     assert state.tool_calls == 5 and not state.session_open

@@ -7,11 +7,11 @@ a person) into the hooks' ``QuestionPicker``; :class:`ConfiguredDetector` runs t
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from quaere.hooks import PickedQuestion
+from quaere.questions.moments import MomentsConfig
 from quaere.records import Moment
 from quaere.trace import TraceEvent, read_trace
 from quaere.workspace import Workspace
@@ -48,10 +48,10 @@ class CampaignQuestions:
 class ConfiguredDetector:
     """The five detectors of :mod:`quaere.questions.moments` with the campaign's settings."""
 
-    config: object  # quaere.questions.moments.MomentsConfig
+    config: MomentsConfig
 
     def detect(self, events: Sequence[TraceEvent], now: float) -> list[tuple[Moment, str]]:
         from quaere.questions.moments import detect_moments
 
-        hits = detect_moments(list(events), self.config, now if math.isfinite(now) else math.nan)  # type: ignore[arg-type]
+        hits = detect_moments(list(events), self.config, now)
         return [(hit.moment, hit.evidence) for hit in hits]

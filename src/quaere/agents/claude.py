@@ -94,7 +94,9 @@ def _hook_map(state: _SessionTrace, settings: ClaudeSettings) -> dict[str, list[
         output = payload.get("error", "") if failed else payload.get("tool_response", "")
         state.result(call_id, output, failed)
         state.tool_calls += 1
-        answer = hooks.after_tool(str(payload.get("tool_name", "")), dict(payload.get("tool_input") or {}), _text(output))
+        answer = hooks.after_tool(
+            str(payload.get("tool_name", "")), dict(payload.get("tool_input") or {}), _text(output)
+        )
         if answer.halt:
             state.halt_reason = answer.halt_reason or "budget spent"
             return {"continue_": False, "stopReason": state.halt_reason}
@@ -136,7 +138,9 @@ class ClaudeAgent:
         self.secrets = secrets
         self.extra_env = dict(extra_env or {})  # for the CLI only, over the inherited environment
 
-    def options(self, workspace: Path, state: _SessionTrace, limits: SessionLimits, stderr: Callable[[str], None]) -> Any:
+    def options(
+        self, workspace: Path, state: _SessionTrace, limits: SessionLimits, stderr: Callable[[str], None]
+    ) -> Any:
         from claude_agent_sdk import ClaudeAgentOptions
 
         env = dict(self.extra_env)
@@ -162,14 +166,21 @@ class ClaudeAgent:
         stderr: list[str] = []
         try:
             return asyncio.run(self._session(self.options(workspace, state, limits, stderr.append), opening, state))
-        except Exception as exc:  # the CLI died, the API failed: a verdict for this session, not a crash
+        except Exception as exc:  # noqa: BLE001 - the CLI died or the API failed: a verdict for the session
             tail = "\n".join(stderr[-20:])
             detail = redact(f"{type(exc).__name__}: {exc}\n{tail}".strip(), self.secrets)
             return SessionOutcome(EndReason.ERROR, state.tool_calls, detail=detail)
 
     async def _session(self, options: Any, opening: str, state: _SessionTrace) -> SessionOutcome:
-        from claude_agent_sdk import AssistantMessage, ClaudeSDKClient, ResultMessage, TextBlock, ToolUseBlock
-        from claude_agent_sdk import ToolResultBlock, UserMessage
+        from claude_agent_sdk import (
+            AssistantMessage,
+            ClaudeSDKClient,
+            ResultMessage,
+            TextBlock,
+            ToolResultBlock,
+            ToolUseBlock,
+            UserMessage,
+        )
 
         cost: float | None = None
         subtype = ""

@@ -130,8 +130,13 @@ def token_like_values(env: Mapping[str, str]) -> tuple[SecretStr, ...]:
     )
 
 
-_BUDGET_FLAGS = {"sessions": "sessions", "max_tool_calls": "tool_calls", "max_wall_min": "wall_min",
-                 "max_cost_usd": "cost_usd", "max_blocks": "max_blocks"}
+_BUDGET_FLAGS = {
+    "sessions": "sessions",
+    "max_tool_calls": "tool_calls",
+    "max_wall_min": "wall_min",
+    "max_cost_usd": "cost_usd",
+    "max_blocks": "max_blocks",
+}
 
 
 def apply_flags(config: CampaignConfig, **flags: object) -> CampaignConfig:

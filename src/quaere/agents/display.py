@@ -10,9 +10,10 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Protocol
 
-from quaere.trace import EvaluationDone
+from quaere.trace import EvaluationDone, QuestionAsked, TraceEvent
 
 
 @dataclass(frozen=True)
@@ -88,6 +89,43 @@ def best_by_group(evaluations: Iterable[EvaluationDone]) -> dict[str, float]:
             if math.isfinite(value) and value > best.get(group, -math.inf):
                 best[group] = value
     return dict(sorted(best.items()))
+
+
+class TraceFollower:
+    """Reads a growing trace incrementally (only the bytes appended since the last call).
+
+    The live view refreshes after every event; reading the whole trace each time would make a long
+    campaign quadratic. A line still being written (no newline yet) is left for the next call.
+    """
+
+    def __init__(self, path: Path) -> None:
+        from pydantic import TypeAdapter
+
+        self.path = path
+        self.offset = 0
+        self.evaluations: list[EvaluationDone] = []
+        self.last_question = ""
+        self.last_event: TraceEvent | None = None
+        self._adapter = TypeAdapter(TraceEvent)
+
+    def poll(self) -> None:
+        if not self.path.exists():
+            return
+        with open(self.path, "rb") as f:
+            f.seek(self.offset)
+            data = f.read()
+        complete = data[: data.rfind(b"\n") + 1]
+        self.offset += len(complete)
+        for line in complete.splitlines():
+            try:
+                event = self._adapter.validate_json(line)
+            except ValueError:  # a torn or foreign line: the trace reader reports those, the view skips them
+                continue
+            self.last_event = event
+            if isinstance(event, EvaluationDone):
+                self.evaluations.append(event)
+            elif isinstance(event, QuestionAsked):
+                self.last_question = event.text
 
 
 class RichDisplay:

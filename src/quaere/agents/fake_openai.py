@@ -57,15 +57,21 @@ class _State:
 
 def _completion(reply: Reply, number: int, model: str) -> dict[str, Any]:
     calls = [
-        {"id": f"call_fake_{number}_{i}", "type": "function",
-         "function": {"name": name, "arguments": json.dumps(arguments)}}
+        {
+            "id": f"call_fake_{number}_{i}",
+            "type": "function",
+            "function": {"name": name, "arguments": json.dumps(arguments)},
+        }
         for i, (name, arguments) in enumerate(reply.tool_calls)
     ]
     message: dict[str, Any] = {"role": "assistant", "content": reply.content}
     if calls:
         message["tool_calls"] = calls
     return {
-        "id": f"chatcmpl-fake-{number}", "object": "chat.completion", "created": int(time.time()), "model": model,
+        "id": f"chatcmpl-fake-{number}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
         "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop"}],
         "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
     }
@@ -79,12 +85,18 @@ def _chunks(completion: dict[str, Any]) -> list[dict[str, Any]]:
     text = message.get("content") or ""
     deltas += [{"content": text[i : i + 16]} for i in range(0, len(text), 16)]
     for index, call in enumerate(message.get("tool_calls", [])):
-        head = {"index": index, "id": call["id"], "type": "function",
-                "function": {"name": call["function"]["name"], "arguments": ""}}
+        head = {
+            "index": index,
+            "id": call["id"],
+            "type": "function",
+            "function": {"name": call["function"]["name"], "arguments": ""},
+        }
         arguments = call["function"]["arguments"]
         deltas.append({"tool_calls": [head]})
-        deltas += [{"tool_calls": [{"index": index, "function": {"arguments": arguments[i : i + 24]}}]}
-                   for i in range(0, len(arguments), 24)]
+        deltas += [
+            {"tool_calls": [{"index": index, "function": {"arguments": arguments[i : i + 24]}}]}
+            for i in range(0, len(arguments), 24)
+        ]
     base = {k: completion[k] for k in ("id", "created", "model")} | {"object": "chat.completion.chunk"}
     chunks = [base | {"choices": [{"index": 0, "delta": d, "finish_reason": None}]} for d in deltas]
     chunks.append(base | {"choices": [{"index": 0, "delta": {}, "finish_reason": choice["finish_reason"]}]})
@@ -95,7 +107,7 @@ class _Handler(BaseHTTPRequestHandler):
     state: _State
     model = "fake-model"
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the stdlib's name
+    def log_message(self, format: str, *args: Any) -> None:
         """Silent: tests read ``requests``."""
 
     def _send_json(self, status: int, payload: dict[str, Any]) -> None:
@@ -106,13 +118,15 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
+    def do_GET(self) -> None:
         if self.path.rstrip("/").endswith("/models"):
-            self._send_json(200, {"object": "list", "data": [{"id": self.model, "object": "model", "owned_by": "fake"}]})
+            self._send_json(
+                200, {"object": "list", "data": [{"id": self.model, "object": "model", "owned_by": "fake"}]}
+            )
         else:
             self._send_json(404, {"error": {"message": f"no route GET {self.path}", "type": "not_found"}})
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         try:
             body = json.loads(self.rfile.read(length) or b"{}")

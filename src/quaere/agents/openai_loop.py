@@ -28,7 +28,7 @@ BASH_TOOL = {
     "type": "function",
     "function": {
         "name": "bash",
-        "description": "Run a bash command in the task folder; returns stdout and stderr (cut when long) and the exit code.",
+        "description": "Run a bash command in the task folder; returns its output (cut when long) and exit code.",
         "parameters": {
             "type": "object",
             "properties": {"command": {"type": "string", "description": "The command line to run."}},
@@ -63,7 +63,9 @@ class OpenAIAgent:
     def run_session(self, workspace: Path, opening: str, hooks: HookSet, limits: SessionLimits) -> SessionOutcome:
         from openai import OpenAI, OpenAIError
 
-        client = OpenAI(base_url=self.settings.base_url, api_key=self.settings.api_key.get_secret_value(), max_retries=3)
+        client = OpenAI(
+            base_url=self.settings.base_url, api_key=self.settings.api_key.get_secret_value(), max_retries=3
+        )
         extra = hooks.on_prompt(opening)
         messages: list[dict[str, Any]] = [
             {"role": "system", "content": SYSTEM_PROMPT},
@@ -137,7 +139,8 @@ def _assistant_message(reply: _Reply) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": reply.content or None}
     if reply.calls:
         message["tool_calls"] = [
-            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}} for c in reply.calls
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            for c in reply.calls
         ]
     return message
 

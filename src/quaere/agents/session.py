@@ -81,15 +81,19 @@ class SessionHooks:
         status = decision.goal_status if decision is not None else ""
         if status == "budget_spent" and not self.counters.spent:
             self.counters.spent = "blocks"
-        return StopAnswer(allow=True, reason=str((answer.output or {}).get("systemMessage", "")), goal_met=status == "met")
+        return StopAnswer(
+            allow=True, reason=str((answer.output or {}).get("systemMessage", "")), goal_met=status == "met"
+        )
 
     # -- budgets -----------------------------------------------------------------------------------------
     def check_budgets(self) -> str:
         """Name of a spent tool-call or wall-time budget (writing its ``budget`` event once), else ""."""
         if self.counters.spent:
             return self.counters.spent
-        checks = (("tool_calls", self.limits.tool_calls, float(self.counters.tool_calls)),
-                  ("wall_s", self.limits.wall_s, self.wall_s()))
+        checks = (
+            ("tool_calls", self.limits.tool_calls, float(self.counters.tool_calls)),
+            ("wall_s", self.limits.wall_s, self.wall_s()),
+        )
         for name, limit, used in checks:
             if limit is not None and used >= limit:
                 self.counters.spent = name

@@ -41,9 +41,17 @@ class RunRequest:
     base_url: str | None = None
 
     def flags(self) -> dict[str, object]:
-        return dict(sessions=self.sessions, max_tool_calls=self.max_tool_calls, max_wall_min=self.max_wall_min,
-                    max_cost_usd=self.max_cost_usd, max_blocks=self.max_blocks, model=self.model,
-                    base_url=self.base_url, seed=self.seed, script=self.script)
+        return {
+            "sessions": self.sessions,
+            "max_tool_calls": self.max_tool_calls,
+            "max_wall_min": self.max_wall_min,
+            "max_cost_usd": self.max_cost_usd,
+            "max_blocks": self.max_blocks,
+            "model": self.model,
+            "base_url": self.base_url,
+            "seed": self.seed,
+            "script": self.script,
+        }
 
 
 def make_config(request: RunRequest, env: Mapping[str, str]) -> CampaignConfig:
@@ -77,7 +85,7 @@ def make_agent(config: CampaignConfig) -> Agent:
         from quaere.agents.openai_loop import OpenAIAgent
 
         return OpenAIAgent(config.openai, config.secret_values())
-    from quaere.agents.scripted import ScriptError, ScriptedAgent, load_script
+    from quaere.agents.scripted import ScriptedAgent, ScriptError, load_script
 
     if config.script is None:
         raise WiringError("--agent scripted needs --script FILE (a JSON list of say/bash/stop actions)")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -36,28 +35,46 @@ def register(app: typer.Typer) -> None:
 
 
 def run(
-    task: Optional[str] = typer.Option(None, "--task", help="Shipped task name or task folder (not needed with --resume)."),
+    task: str | None = typer.Option(
+        None, "--task", help="Shipped task name or task folder (not needed with --resume)."
+    ),
     agent: str = typer.Option("claude", "--agent", help="claude | openai | scripted."),
-    workspace: Optional[Path] = typer.Option(None, "--workspace", help="Campaign folder (default: ./quaere-<task>)."),
-    sessions: Optional[int] = typer.Option(None, "--sessions", min=1, help="Budget: most sessions (default 16)."),
-    source: str = typer.Option("bank", "--source", help="bank (the selection policy) | human (you pick at each moment)."),
-    max_tool_calls: Optional[int] = typer.Option(None, "--max-tool-calls", min=1, help="Budget: tool calls in all."),
-    max_wall_min: Optional[float] = typer.Option(None, "--max-wall-min", min=0.01, help="Budget: minutes of wall time."),
-    max_cost_usd: Optional[float] = typer.Option(None, "--max-cost-usd", min=0.0001, help="Budget: dollars (claude)."),
-    max_blocks: Optional[int] = typer.Option(None, "--max-blocks", min=1, help="Budget: refused stop attempts."),
-    model: Optional[str] = typer.Option(None, "--model", help="Model name for the backend."),
-    base_url: Optional[str] = typer.Option(None, "--base-url", help="API root: ANTHROPIC_BASE_URL (claude) or the /v1 URL (openai)."),
-    script: Optional[Path] = typer.Option(None, "--script", help="Actions for --agent scripted (JSON list)."),
-    seed: Optional[int] = typer.Option(None, "--seed", help="Seed of the bank's question policy."),
+    workspace: Path | None = typer.Option(None, "--workspace", help="Campaign folder (default: ./quaere-<task>)."),
+    sessions: int | None = typer.Option(None, "--sessions", min=1, help="Budget: most sessions (default 16)."),
+    source: str = typer.Option(
+        "bank", "--source", help="bank (the selection policy) | human (you pick at each moment)."
+    ),
+    max_tool_calls: int | None = typer.Option(None, "--max-tool-calls", min=1, help="Budget: tool calls in all."),
+    max_wall_min: float | None = typer.Option(None, "--max-wall-min", min=0.01, help="Budget: minutes of wall time."),
+    max_cost_usd: float | None = typer.Option(None, "--max-cost-usd", min=0.0001, help="Budget: dollars (claude)."),
+    max_blocks: int | None = typer.Option(None, "--max-blocks", min=1, help="Budget: refused stop attempts."),
+    model: str | None = typer.Option(None, "--model", help="Model name for the backend."),
+    base_url: str | None = typer.Option(
+        None, "--base-url", help="API root: ANTHROPIC_BASE_URL (claude) or the /v1 URL (openai)."
+    ),
+    script: Path | None = typer.Option(None, "--script", help="Actions for --agent scripted (JSON list)."),
+    seed: int | None = typer.Option(None, "--seed", help="Seed of the bank's question policy."),
     resume: bool = typer.Option(False, "--resume", help="Carry on the campaign in --workspace from .quaere/."),
     live: bool = typer.Option(True, "--live/--no-live", help="Show the live view (rich)."),
 ) -> None:
     from quaere.agents.wiring import RunRequest, WiringError, run_from_cli
 
     request = RunRequest(
-        task=task, agent=agent, workspace=workspace, source=source, resume=resume, live=live, script=script,
-        seed=seed, sessions=sessions, max_tool_calls=max_tool_calls, max_wall_min=max_wall_min,
-        max_cost_usd=max_cost_usd, max_blocks=max_blocks, model=model, base_url=base_url,
+        task=task,
+        agent=agent,
+        workspace=workspace,
+        source=source,
+        resume=resume,
+        live=live,
+        script=script,
+        seed=seed,
+        sessions=sessions,
+        max_tool_calls=max_tool_calls,
+        max_wall_min=max_wall_min,
+        max_cost_usd=max_cost_usd,
+        max_blocks=max_blocks,
+        model=model,
+        base_url=base_url,
     )
     try:
         result = run_from_cli(request, dict(os.environ))
@@ -65,12 +82,14 @@ def run(
         typer.echo(f"quaere run: {exc}", err=True)
         raise typer.Exit(2) from None
     except KeyboardInterrupt:
-        typer.echo("quaere run: interrupted; carry on with `quaere run --resume --workspace "
-                   f"{workspace or '.'}`", err=True)
+        typer.echo(
+            f"quaere run: interrupted; carry on with `quaere run --resume --workspace {workspace or '.'}`", err=True
+        )
         raise typer.Exit(130) from None
     typer.echo(
         f"campaign ended: {result.reason} after {result.sessions} sessions, {result.tool_calls} tool calls, "
-        f"{result.wall_s / 60:.1f} min" + (f", ${result.cost_usd:.2f}" if result.cost_usd else "")
+        f"{result.wall_s / 60:.1f} min"
+        + (f", ${result.cost_usd:.2f}" if result.cost_usd else "")
         + f"; trace in {result.workspace / '.quaere' / 'trace.jsonl'}"
     )
     raise typer.Exit(0 if result.reason != "error" else 1)
