@@ -126,9 +126,15 @@ def hooks_install(
     max_blocks: int = typer.Option(DEFAULT_MAX_BLOCKS, "--max-blocks", min=1, help="Stop attempts blocked per campaign."),
     max_sessions: int | None = typer.Option(None, "--max-sessions", min=1, help="Agent sessions before stops go through."),
     max_wall_s: float | None = typer.Option(None, "--max-wall-s", min=1, help="Seconds before stops go through."),
-    root: Path = typer.Option(Path("."), "--root", help="Project folder (the workspace root)."),
+    root: Path | None = typer.Option(None, "--root", help="Project folder; default: the workspace root above the "
+                                     "current folder, else the current folder."),
 ) -> None:
     """Write (or remove) the agent's project-level hook settings, merged with what is there."""
+    if root is None:
+        try:
+            root = open_workspace(Path.cwd()).root
+        except WorkspaceError:
+            root = Path.cwd()
     try:
         if uninstall:
             result = uninstall_hooks(root, agent)
