@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import math
 from enum import Enum
+from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 SCHEMA_VERSION = 1
 
@@ -22,6 +23,10 @@ class Record(BaseModel):
 
 
 ParamValue = int | float | bool | str
+
+# A measurement that may be absent. Strict JSON (``quaere eval --json``) writes NaN as null; reading it
+# back turns null into NaN again so a record survives the round trip.
+MaybeFloat = Annotated[float, BeforeValidator(lambda v: math.nan if v is None else v)]
 
 
 class Scenario(Record):
@@ -109,10 +114,10 @@ class Timing(Record):
 
     impl: str = Field(description="'candidate', 'initial', or a comparison's name.")
     status: TimingStatus
-    samples_ms: tuple[float, ...] = ()
-    median_ms: float = math.nan
-    spread_ms: float = Field(default=math.nan, description="Interquartile range of the samples.")
-    tflops: float = math.nan
+    samples_ms: tuple[MaybeFloat, ...] = ()
+    median_ms: MaybeFloat = math.nan
+    spread_ms: MaybeFloat = Field(default=math.nan, description="Interquartile range of the samples.")
+    tflops: MaybeFloat = math.nan
     detail: str = ""
 
 
@@ -139,8 +144,8 @@ class BenchmarkResult(Record):
 class DeviceInfo(Record):
     name: str = Field(description="GPU name, or 'cpu:<model>' for CPU tasks.")
     driver: str = ""
-    sm_clock_mhz: float = math.nan
-    mem_clock_mhz: float = math.nan
+    sm_clock_mhz: MaybeFloat = math.nan
+    mem_clock_mhz: MaybeFloat = math.nan
 
 
 class Evaluation(Record):

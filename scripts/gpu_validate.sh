@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Validation of the evaluator and the FlashAttention task on an H200 (run on the device machine from the
+# repository root). Writes every record and log under $OUT (or ./.device-out). Steps:
+#  1. full evaluation of the task's initial kernel (all correctness scenarios + 26 timed configs with
+#     FA3, cuDNN and FA2), twice, to see the run-to-run spread of the timing ratios;
+#  2. the shipped kernel (kernels/flash_attention_hopper.cu) evaluated the same way;
+#  3. crashing, hanging and wrong candidates on a few scenarios: each must get its verdict with the
+#     ledger intact;
+#  4. the GPU-marked tests.
+set -uo pipefail
+OUT=${OUT:-./.device-out}; mkdir -p "$OUT"
+if ls .whl/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl
+  export PYTHONPATH="$PWD/src:/tmp/site${PYTHONPATH:+:$PYTHONPATH}"
+else
+  export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}"
+fi
+export PYTHONUNBUFFERED=1
+Q="python3 -m quaere"
+steps=${STEPS:-"initial initial2 kernel adversarial pytest"}
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$OUT/gpu.txt"
+for step in $steps; do
+  start=$(date +%s.%N)
+  case $step in
+    initial|initial2) $Q eval --task flash_attention_hopper --json >"$OUT/eval-$step.json" 2>"$OUT/eval-$step.log" ;;
+    kernel) $Q eval --task flash_attention_hopper kernels/flash_attention_hopper.cu --json >"$OUT/eval-kernel.json" 2>"$OUT/eval-kernel.log" ;;
+    adversarial)
+      for bad in crash hang wrong; do
+        $Q eval --task flash_attention_hopper tests/fixtures/gpu/$bad.cu --scenarios tests/fixtures/gpu/scenarios-small.json \
+          --no-benchmark --json >"$OUT/eval-$bad.json" 2>"$OUT/eval-$bad.log"
+        echo "$bad: exit $?"
+      done
+      python3 - <<'PY'
+import json, sys
+from pathlib import Path
+from quaere.evaluate.ledger import read_ledger
+led = read_ledger(Path(".quaere/ledger.jsonl"))
+print(f"ledger: {len(led.evaluations)} records, problems: {list(led.problems)}")
+PY
+      ;;
+    pytest) python3 -m pytest -m gpu -q -p no:cacheprovider tests 2>&1 | tail -15 ;;
+  esac
+  echo "step $step: rc $? wall $(python3 -c "import time;print(round(time.time()-$start,1))") s"
+done
+python3 scripts/summarize_evals.py "$OUT"/eval-*.json | tee "$OUT/summary.txt"

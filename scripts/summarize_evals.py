@@ -1,0 +1,78 @@
+"""Summarize `quaere eval --json` records: verdict counts, wall time, and per-config TFLOP/s beside
+every comparison measured in the same run, with ratios and geomeans. Used by scripts/gpu_validate.sh.
+
+    python3 scripts/summarize_evals.py eval-a.json [eval-b.json ...]
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import math
+import sys
+from pathlib import Path
+
+from quaere.evaluate.stats import geomean
+from quaere.records import Evaluation, TimingStatus
+
+
+def _load(path: Path) -> Evaluation | str:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        return f"{path}: no record ({exc})"
+    return Evaluation.model_validate(data)
+
+
+def _impls(evaluation: Evaluation) -> list[str]:
+    seen: list[str] = []
+    for bench in evaluation.benchmarks:
+        for timing in bench.timings:
+            if timing.impl not in seen:
+                seen.append(timing.impl)
+    return seen
+
+
+def summarize(path: Path) -> str:
+    evaluation = _load(path)
+    if isinstance(evaluation, str):
+        return evaluation
+    verdicts = collections.Counter(v.verdict.value for v in evaluation.correctness)
+    lines = [
+        f"== {path.name}: {evaluation.candidate_path} ({evaluation.candidate_hash[:12]}) on {evaluation.device.name}",
+        f"build {evaluation.build.status.value}, audit findings {len(evaluation.audit)}, "
+        f"correctness {dict(verdicts)}, wall {evaluation.wall_s:.1f} s",
+    ]
+    impls = _impls(evaluation)
+    if not impls:
+        return "\n".join(lines)
+    lines.append("config".ljust(30) + "".join(f"{i:>11}" for i in impls) + "  cand/fa3  spread%")
+    ratios: dict[str, list[float]] = collections.defaultdict(list)
+    for bench in evaluation.benchmarks:
+        row = bench.scenario_id.ljust(30)
+        for impl in impls:
+            t = bench.timing(impl)
+            row += f"{t.tflops:11.1f}" if t and t.status is TimingStatus.MEASURED else f"{'-':>11}"
+            ratios[impl].append(bench.ratio(impl) if impl != "candidate" else math.nan)
+        cand = bench.timing("candidate")
+        spread = 100 * cand.spread_ms / cand.median_ms if cand and cand.status is TimingStatus.MEASURED else math.nan
+        lines.append(row + f"  {bench.ratio('fa3'):8.3f}  {spread:7.1f}" + ("  SUSPECT" if bench.suspect else ""))
+    for impl in impls:
+        if impl == "candidate":
+            continue
+        finite = [r for r in ratios[impl] if math.isfinite(r)]
+        if finite:
+            lines.append(
+                f"candidate / {impl}: geomean {geomean(finite):.3f}, min {min(finite):.3f} over {len(finite)} configs"
+            )
+    return "\n".join(lines)
+
+
+def main(argv: list[str]) -> int:
+    for arg in argv:
+        print(summarize(Path(arg)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
