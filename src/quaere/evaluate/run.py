@@ -12,7 +12,6 @@ import secrets
 import shutil
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
@@ -98,6 +97,26 @@ class _RuntimeGuard:
         return found
 
 
+    def mark(self) -> int:
+        """Where the log ends now: pass it to :meth:`findings_since` after the next scenario."""
+        return self.log_path.stat().st_size if self.active and self.log_path.exists() else 0
+
+    def findings_since(self, mark: int) -> tuple[AuditFinding, ...]:
+        """Findings of the calls logged after ``mark`` (one scenario's), judged by the same rules."""
+        if not self.active or not self.log_path.exists():
+            return ()
+        from quaere.evaluate.runtime_guard import GuardNotActive, runtime_findings
+
+        text = self.log_path.read_bytes()
+        announce = next((line for line in text[:mark].splitlines(keepends=True) if b"\tloaded\t" in line), b"")
+        segment = self.log_path.with_suffix(".segment")
+        segment.write_bytes(announce + text[mark:])  # the shim's announcement, then this scenario's calls
+        try:
+            return tuple(runtime_findings(segment, self.artifact, self.banned))
+        except GuardNotActive:
+            return ()
+
+
 def _not_run(scenarios: list[Scenario], seed: int, why: str) -> tuple[ScenarioVerdict, ...]:
     return tuple(ScenarioVerdict(scenario_id=s.id, verdict=Verdict.NOT_RUN, seed=seed, detail=why) for s in scenarios)
 
@@ -112,20 +131,19 @@ def _why_not_run(build: BuildResult, options: EvalOptions, reason: str) -> str:
 
 def _correctness(
     task: Task, scenarios: list[Scenario], seed: int, options: EvalOptions, sup: Supervisor,
-    runtime: Callable[[], tuple[AuditFinding, ...]], progress: Progress,
+    guard: _RuntimeGuard, progress: Progress,
 ) -> tuple[ScenarioVerdict, ...]:
     rule = task.spec.correctness
     timeout_s = options.scenario_timeout_s or rule.scenario_timeout_s
     progress.begin("correctness", len(scenarios))
     verdicts = []
-    seen = len(runtime())
     for scenario in scenarios:
+        mark = guard.mark()
         verdict = sup.check(scenario, seed, rule.factor, rule.floor, timeout_s)
-        found = runtime()
-        if len(found) > seen and verdict.verdict.passed:
-            evidence = "; ".join(f.evidence for f in found[seen:])
+        found = guard.findings_since(mark)
+        if found and verdict.verdict.passed:
+            evidence = "; ".join(f.evidence for f in found)
             verdict = verdict.model_copy(update={"verdict": Verdict.BANNED_AT_RUNTIME, "detail": evidence})
-        seen = len(found)
         verdicts.append(verdict)
         progress.advance(f"{scenario.id}: {verdict.verdict.value}")
     return tuple(verdicts)
@@ -198,7 +216,7 @@ def run_evaluation(task: Task, candidate: Path, options: EvalOptions, progress: 
                               log_dir=log_dir, start_timeout_s=options.worker_start_timeout_s)
         with Supervisor(config) as sup:
             if options.correctness:
-                verdicts = _correctness(task, scenarios, seed, options, sup, guard.findings, progress)
+                verdicts = _correctness(task, scenarios, seed, options, sup, guard, progress)
             failed = sum(not v.verdict.passed for v in verdicts)
             if options.benchmark and (audit or failed):
                 notes.append(f"timing skipped: {'audit findings' if audit else f'{failed} scenario(s) failed'}")
