@@ -136,3 +136,14 @@ def test_bad_pick_and_outside_a_workspace(cpu_workspace, tmp_path):
     assert result.exit_code == 2 and "suggestion 7 does not exist" in result.output
     outside = runner.invoke(app, ["ask", "-w", str(tmp_path)])
     assert outside.exit_code == 2 and "not inside a quaere workspace" in outside.output
+
+
+def test_a_torn_trace_line_is_reported_not_fatal(cpu_workspace):
+    ws = cpu_workspace
+    write(ws, evaluation(0, 1.0))
+    with ws.trace.open("a") as f:
+        f.write('{"type": "evaluation", "ts": 1, "cand')
+    result = quaere("ask", "-w", str(ws.root))
+    assert result.returncode == 0, result.stderr
+    assert "trace:" in result.stderr and "not JSON" in result.stderr
+    assert "moment: campaign_start" in result.stdout

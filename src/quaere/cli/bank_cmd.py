@@ -153,6 +153,8 @@ def ask(
         view = ask_view(ws, load_bank(), context, moment, seed)
     except (WorkspaceError, TaskError, BankError, NoMomentHolds) as exc:
         raise _fail(str(exc)) from None
+    for problem in view.trace_problems:  # a torn or unknown line is reported, never fatal
+        typer.echo(f"trace: {problem}", err=True)
     console = _console()
     for check in view.checks:
         mark = "[bold green]holds[/]" if check.holds else "[dim]no[/]"

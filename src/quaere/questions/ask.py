@@ -51,6 +51,7 @@ class AskView:
     context: TaskContext
     asked: tuple[str, ...]
     session: int
+    trace_problems: tuple[str, ...] = ()
 
 
 def select_moment(checks: list[MomentCheck], requested: Moment | None = None) -> tuple[Moment, str]:
@@ -76,13 +77,14 @@ def ask_view(
     config: MomentsConfig = DEFAULT_CONFIG,
 ) -> AskView:
     """Read the workspace's trace, detect the moments and suggest ``n`` entries for the chosen one."""
-    events = read_trace(ws.trace).events
+    trace = read_trace(ws.trace)
+    events = trace.events
     checks = check_moments(events, config, now)
     moment, evidence = select_moment(checks, requested)
     asked = asked_ids(events)
     suggestions = BankSource(bank, seed).suggest(moment, context, asked, n)
     session = max((e.session for e in events), default=0)
-    return AskView(tuple(checks), moment, evidence, tuple(suggestions), context, tuple(asked), session)
+    return AskView(tuple(checks), moment, evidence, tuple(suggestions), context, tuple(asked), session, trace.problems)
 
 
 def record_question(ws: Workspace, question: ChosenQuestion, session: int = 0) -> None:
