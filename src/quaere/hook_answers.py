@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from quaere.hook_install import Agent
 from quaere.hook_state import HookStateError, update_state
+from quaere.trace import ErrorEvent, StopDecision, TraceWriter
 
 ERROR_BLOCK_LIMIT = 3  # blocks for a broken set-up when no workspace holds a budget
 
@@ -86,3 +87,15 @@ def _count_error_block(state_dir: Path | None, session_id: str) -> tuple[int, in
     return used, ERROR_BLOCK_LIMIT
 
 
+
+
+def trace_broken(trace: Path, event: str, message: str, answer: HookAnswer) -> None:
+    """Put a hook failure and the safe answer given on the record (best effort: the trace may be the failure)."""
+    try:
+        writer = TraceWriter(trace)
+        writer.write(ErrorEvent(where=f"hook {event}", message=message))
+        if event == "Stop" and answer.decision in ("block", "allow"):
+            reason = (answer.output or {}).get("reason") or (answer.output or {}).get("systemMessage", "")
+            writer.write(StopDecision(decision=answer.decision, reason=reason, goal_status="error"))
+    except (OSError, ValueError):
+        pass

@@ -30,7 +30,7 @@ from quaere.hook_transcript import new_assistant_texts
 from quaere.records import Evaluation, Moment, QuestionKind
 from quaere.task.spec import TaskSpec
 from quaere.trace import (
-    AgentMessage, BudgetSpent, ErrorEvent, EvaluationDone, Event, MomentDetected, QuestionAsked, StopAttempt, StopDecision,
+    AgentMessage, BudgetSpent, EvaluationDone, Event, MomentDetected, QuestionAsked, StopAttempt, StopDecision,
     ToolCall, ToolResult, TraceEvent, TraceWriter, cut, read_trace,
 )
 from quaere.workspace import Workspace, content_hash
@@ -146,8 +146,10 @@ def handle_stop(payload: dict[str, Any], deps: HookDeps) -> HookAnswer:
         reason = f"quaere: {budget} budget spent ({used:g} of {limit:g}); stopping with the goal {status.state.value}."
         deps.trace.write(StopDecision(session=session, decision="allow", reason=reason, goal_status="budget_spent"))
         return allow_answer(reason + "\n" + render_goal(status, now), note)
-    picked = _ask(deps, Moment.CLAIMED_LIMIT, render_goal(status, now), session)
     reason = render_goal(status, now)
+    deps.trace.write(MomentDetected(session=session, moment=Moment.CLAIMED_LIMIT,
+                                    evidence=f"stop attempt with the goal {status.state.value}"))
+    picked = _ask(deps, Moment.CLAIMED_LIMIT, reason, session)
     if problems:
         reason += "\n" + "\n".join(f"ledger problem: {p}" for p in problems)
     if picked is not None:
@@ -162,6 +164,8 @@ def handle_stop(payload: dict[str, Any], deps: HookDeps) -> HookAnswer:
 def _ran_eval(payload: dict[str, Any]) -> bool:
     tool_input = payload.get("tool_input")
     command = tool_input.get("command", "") if isinstance(tool_input, dict) else ""
+    if isinstance(command, list):  # Codex may pass an argv list, e.g. ["bash", "-lc", "quaere eval"]
+        command = " ".join(str(part) for part in command)
     return isinstance(command, str) and "quaere eval" in command
 
 
@@ -240,6 +244,7 @@ def handle_post_tool(payload: dict[str, Any], deps: HookDeps) -> HookAnswer:
         break
 
     def remember(s: HookState) -> None:
+        _session_index(s, str(payload.get("session_id") or ""))
         s.ledger_lines_seen = max(s.ledger_lines_seen, len(evaluations))
         if asked_key:
             s.asked_moments.append(asked_key)
@@ -281,15 +286,7 @@ def handle_prompt(payload: dict[str, Any], deps: HookDeps) -> HookAnswer:
     return context_answer(deps.agent, "UserPromptSubmit", f"Question: {picked.text}")
 
 
-def record_error(deps: HookDeps, where: str, message: str) -> None:
-    """Note a hook failure in the trace (best effort: the trace may be what failed)."""
-    try:
-        deps.trace.write(ErrorEvent(where=where, message=message))
-    except OSError:
-        pass
-
-
 __all__ = [
     "GoalState", "HookAnswer", "HookDeps", "MomentDetector", "PickedQuestion", "QuestionPicker",
-    "broken_answer", "current_goal", "handle_post_tool", "handle_prompt", "handle_stop", "record_error",
+    "broken_answer", "current_goal", "handle_post_tool", "handle_prompt", "handle_stop",
 ]

@@ -97,6 +97,9 @@ def test_malformed_input_blocks_with_explanation_and_counts(ws, stdin):
     assert "quaere hook Stop:" in answers[0].stderr
     decisions = [json.loads(a.stdout).get("decision", "allow") for a in answers]
     assert decisions == ["block", "block", "allow"]
+    events = read_trace(ws.trace).events
+    assert [e.type for e in events].count("error") == 3
+    assert [(e.decision, e.goal_status) for e in events if e.type == "stop_decision"][-1] == ("allow", "error")
 
 
 def test_missing_workspace_blocks_a_few_times_then_lets_go(tmp_path):

@@ -104,7 +104,7 @@ def hook(
                 state_dir = open_workspace(_project_dir(None)).state
             except WorkspaceError:
                 state_dir = None
-            _emit(handlers.broken_answer(name, problem, agent, state_dir))
+            _emit(_broken(name, problem, agent, state_dir, None))
         workspace = open_workspace(_project_dir(payload))
         state_dir = workspace.state
         deps = build_deps(workspace, agent, retime=retime)
@@ -113,11 +113,19 @@ def hook(
     except typer.Exit:
         raise
     except (WorkspaceError, TaskError, HookStateError, OSError, ValueError) as exc:
-        session = str(payload.get("session_id", "")) if payload else ""
-        _emit(handlers.broken_answer(name, f"{type(exc).__name__}: {exc}", agent, state_dir, session))
+        _emit(_broken(name, f"{type(exc).__name__}: {exc}", agent, state_dir, payload))
     except Exception as exc:  # never a silent crash: a traceback-free note and the safe answer
-        session = str(payload.get("session_id", "")) if payload else ""
-        _emit(handlers.broken_answer(name, f"internal error {type(exc).__name__}: {exc}", agent, state_dir, session))
+        _emit(_broken(name, f"internal error {type(exc).__name__}: {exc}", agent, state_dir, payload))
+
+
+def _broken(event: str, message: str, agent: Agent, state_dir: Path | None, payload: dict[str, Any] | None):
+    from quaere.hook_answers import broken_answer, trace_broken
+
+    session = str(payload.get("session_id", "")) if payload else ""
+    answer = broken_answer(event, message, agent, state_dir, session)
+    if state_dir is not None and state_dir.is_dir():
+        trace_broken(state_dir / "trace.jsonl", event, message, answer)
+    return answer
 
 
 def hooks_install(
