@@ -30,6 +30,9 @@
 #ifndef FAH_BN128  // KV tile width for head dim 128
 #define FAH_BN128 128
 #endif
+#ifndef FAH_BN256  // KV tile width for head dim 256
+#define FAH_BN256 64
+#endif
 #ifndef FAH_PP256
 #define FAH_PP256 0
 #endif
@@ -208,9 +211,12 @@ struct Layout {
 };
 
 // Online-softmax step on one S tile held in registers (this thread: rows r0 and r0+8, BN/4 cols
-// each). Masks when MASK, turns S into unnormalised P in place, returns the O rescale factors.
+// each). Masks when MASK and turns S into unnormalised P in place. The running max only moves when
+// some row of the warp grew by more than 2^8 (log2 units): P may then reach 256, exact after the
+// final division by l, and most tiles skip the O rescale. Returns whether O must be rescaled by
+// (sc0, sc1) (warp-uniform).
 template <int BN, bool MASK>
-__device__ __forceinline__ void softmax_tile(float* s, float& m0, float& m1, float& l0, float& l1,
+__device__ __forceinline__ bool softmax_tile(float* s, float& m0, float& m1, float& l0, float& l1,
                                              float& sc0, float& sc1, int col_base, int lim0, int lim1,
                                              float sl2) {
   if (MASK) {
@@ -223,7 +229,7 @@ __device__ __forceinline__ void softmax_tile(float* s, float& m0, float& m1, flo
       if (c + 1 >= lim1) s[4 * i + 3] = -INFINITY;
     }
   }
-  float mx0 = m0, mx1 = m1;
+  float mx0 = s[0], mx1 = s[2];
 #pragma unroll
   for (int i = 0; i < BN / 8; ++i) {
     mx0 = fmaxf(mx0, fmaxf(s[4 * i + 0], s[4 * i + 1]));
@@ -233,13 +239,18 @@ __device__ __forceinline__ void softmax_tile(float* s, float& m0, float& m1, flo
   mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffff, mx1, 1));
   mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffff, mx0, 2));
   mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffff, mx1, 2));
-  // A row with nothing allowed so far keeps max -inf: use 0 as reference so exp2 gives 0, not NaN.
-  const float ms0 = (mx0 == -INFINITY) ? 0.f : mx0 * sl2;
-  const float ms1 = (mx1 == -INFINITY) ? 0.f : mx1 * sl2;
-  sc0 = ex2(m0 * sl2 - ms0);
-  sc1 = ex2(m1 * sl2 - ms1);
-  m0 = mx0;
-  m1 = mx1;
+  // -inf - -inf is NaN and compares false: a row with nothing allowed yet keeps max -inf.
+  const bool grow = __any_sync(0xffffffff, (mx0 - m0) * sl2 > 8.f || (mx1 - m1) * sl2 > 8.f);
+  if (grow) {
+    const float n0 = fmaxf(m0, mx0), n1 = fmaxf(m1, mx1);
+    // With max -inf use 0 as reference so exp2 gives 0, not NaN.
+    sc0 = ex2(m0 * sl2 - (n0 == -INFINITY ? 0.f : n0 * sl2));
+    sc1 = ex2(m1 * sl2 - (n1 == -INFINITY ? 0.f : n1 * sl2));
+    m0 = n0;
+    m1 = n1;
+  }
+  const float ms0 = (m0 == -INFINITY) ? 0.f : m0 * sl2;
+  const float ms1 = (m1 == -INFINITY) ? 0.f : m1 * sl2;
   float sum0 = 0.f, sum1 = 0.f;
 #pragma unroll
   for (int i = 0; i < BN / 8; ++i) {
@@ -250,8 +261,10 @@ __device__ __forceinline__ void softmax_tile(float* s, float& m0, float& m1, flo
     sum0 += s[4 * i + 0] + s[4 * i + 1];
     sum1 += s[4 * i + 2] + s[4 * i + 3];
   }
-  l0 = l0 * sc0 + sum0;  // per-thread partial row sums; reduced across the quad at the end
-  l1 = l1 * sc1 + sum1;
+  // Per-thread partial row sums; reduced across the quad at the end.
+  l0 = grow ? fmaf(l0, sc0, sum0) : l0 + sum0;
+  l1 = grow ? fmaf(l1, sc1, sum1) : l1 + sum1;
+  return grow;
 }
 
 template <int D, int BN, int STAGES, bool PINGPONG>
@@ -301,12 +314,14 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int wg = tid / 128;
   if (tid == 0) {
     mbar_init(barQ, 1);
-    mbar_init(barQEmpty, 256);
+    // Consumers release a buffer once per warpgroup (one thread, after its wgmma wait: the
+    // warpgroup's MMA has then finished reading shared memory).
+    mbar_init(barQEmpty, 2);
     for (int s = 0; s < STAGES; ++s) {
       mbar_init(barFullK(s), 1);
       mbar_init(barFullV(s), 1);
-      mbar_init(barEmptyK(s), 256);
-      mbar_init(barEmptyV(s), 256);
+      mbar_init(barEmptyK(s), 2);
+      mbar_init(barEmptyV(s), 2);
     }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
@@ -314,7 +329,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   __syncthreads();
 
   if (wg == 0) {
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 32;\n");
+    // Register split: the producer needs few; head dim 256 needs 240 per consumer thread for O.
+    if (D == 256) asm volatile("setmaxnreg.dec.sync.aligned.u32 24;\n");
+    else asm volatile("setmaxnreg.dec.sync.aligned.u32 32;\n");
     if (tid == 0) {
       // Dynamic schedule: the first tile is blockIdx.x, later ones come from a global counter, so
       // CTAs that drew light (causal) tiles take more of them. Each tile id is published in
@@ -368,7 +385,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     return;
   }
 
-  asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
+  if (D == 256) asm volatile("setmaxnreg.inc.sync.aligned.u32 240;\n");
+  else asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
   const int cw = wg - 1;
   const int t128 = tid % 128, warp = t128 / 32, lane = t128 % 32;
   const int colq = 2 * (lane % 4);
@@ -381,7 +399,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (t < 0) break;
     int b, h, m0, n_max;
     tile_info(t, b, h, m0, n_max);
-    if (n_max <= 0) mbar_arrive(barQEmpty);  // nothing loaded for this tile
+    if (n_max <= 0 && t128 == 0) mbar_arrive(barQEmpty);  // nothing loaded for this tile
     const int row0 = m0 + cw * 64 + warp * 16 + lane / 4;  // this thread's rows: row0, row0 + 8
     const int row1 = row0 + 8;
 
@@ -414,12 +432,11 @@ __global__ void __launch_bounds__(kThreads, 1)
         }
         wgmma_commit();
       };
-      auto softmax = [&](int n, float& sc0, float& sc1) {
+      auto softmax = [&](int n, float& sc0, float& sc1) -> bool {
         const bool need_mask = (n * BN + BN > p.seqlen_k) || (p.causal && n * BN + BN - 1 > m0 + off);
         if (need_mask)
-          softmax_tile<BN, true>(s, mA, mB, lA, lB, sc0, sc1, n * BN + colq, lim0, lim1, sl2);
-        else
-          softmax_tile<BN, false>(s, mA, mB, lA, lB, sc0, sc1, n * BN + colq, lim0, lim1, sl2);
+          return softmax_tile<BN, true>(s, mA, mB, lA, lB, sc0, sc1, n * BN + colq, lim0, lim1, sl2);
+        return softmax_tile<BN, false>(s, mA, mB, lA, lB, sc0, sc1, n * BN + colq, lim0, lim1, sl2);
       };
       auto convert_p = [&]() {
 #pragma unroll
@@ -440,9 +457,9 @@ __global__ void __launch_bounds__(kThreads, 1)
         turn_end();
         wgmma_wait<0>();
         fence_regs<BN / 2>(s);
-        mbar_arrive(barEmptyK(st));
+        if (t128 == 0) mbar_arrive(barEmptyK(st));
         float sc0, sc1;
-        softmax(n_max - 1, sc0, sc1);
+        softmax(n_max - 1, sc0, sc1);  // O is still zero: nothing to rescale
         convert_p();
       }
       for (int it = 1; it < n_max; ++it) {
@@ -457,23 +474,25 @@ __global__ void __launch_bounds__(kThreads, 1)
         turn_end();
         wgmma_wait<1>();
         fence_regs<BN / 2>(s);
-        mbar_arrive(barEmptyK(st));
-        float sc0, sc1;
-        softmax(n, sc0, sc1);
+        if (t128 == 0) mbar_arrive(barEmptyK(st));
+        float sc0 = 1.f, sc1 = 1.f;
+        const bool grow = softmax(n, sc0, sc1);
         wgmma_wait<0>();
         fence_regs<D / 2>(o);
         fence_regs_u<BN / 4>(pf);
-        mbar_arrive(barEmptyV(pst));
+        if (t128 == 0) mbar_arrive(barEmptyV(pst));
+        if (grow) {
 #pragma unroll
-        for (int i = 0; i < D / 8; ++i) {
+          for (int i = 0; i < D / 8; ++i) {
           o[4 * i + 0] *= sc0;
           o[4 * i + 1] *= sc0;
           o[4 * i + 2] *= sc1;
           o[4 * i + 3] *= sc1;
+          }
         }
         convert_p();
       }
-      mbar_arrive(barQEmpty);  // every S GEMM of this tile has completed: Q may be overwritten
+      if (t128 == 0) mbar_arrive(barQEmpty);  // every S GEMM of this tile has completed: Q may be overwritten
       {
         const int g = kv_it + n_max - 1, lst = g % STAGES;
         mbar_wait(barFullV(lst), (g / STAGES) & 1);
@@ -484,7 +503,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         wgmma_wait<0>();
         fence_regs<D / 2>(o);
         fence_regs_u<BN / 4>(pf);
-        mbar_arrive(barEmptyV(lst));
+        if (t128 == 0) mbar_arrive(barEmptyV(lst));
       }
       kv_it += n_max;
     }
@@ -616,7 +635,7 @@ extern "C" int attention_forward(const void* q, const void* k, const void* v, vo
   switch (head_dim) {
     case 64: return fah::launch<64, 128, 3, FAH_PP64>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
     case 128: return fah::launch<128, FAH_BN128, FAH_ST128, FAH_PP128>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
-    case 256: return fah::launch<256, 64, 2, FAH_PP256>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
+    case 256: return fah::launch<256, FAH_BN256, 2, FAH_PP256>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
     default: return 2;
   }
 }
