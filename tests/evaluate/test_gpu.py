@@ -1,0 +1,91 @@
+"""The evaluator on an NVIDIA GPU with the FlashAttention task (run on the device machine: -m gpu).
+
+Prints the figures the issue asks for: wall time of a full evaluation, per-configuration spread, and the
+geomean ratio between two timings of the same kernel.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from quaere.evaluate import EvalOptions, run_evaluation
+from quaere.evaluate.device import gpu_present
+from quaere.evaluate.ledger import append_evaluation, read_ledger
+from quaere.evaluate.stats import geomean, relative_spread
+from quaere.records import TimingStatus, Verdict
+from quaere.task.loader import load_task
+
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not gpu_present(), reason="no NVIDIA GPU")]
+GPU_FIXTURES = Path(__file__).parent.parent / "fixtures" / "gpu"
+
+
+@pytest.fixture(scope="module")
+def fa_task():
+    return load_task("flash_attention_hopper")
+
+
+@pytest.fixture
+def few_scenarios(fa_task, tmp_path: Path) -> Path:
+    chosen = fa_task.module.correctness_scenarios()[:: max(1, len(fa_task.module.correctness_scenarios()) // 3)][:3]
+    path = tmp_path / "few.json"
+    path.write_text(json.dumps([s.model_dump(mode="json") for s in chosen]))
+    return path
+
+
+def test_torch_ops_on_the_device() -> None:
+    import torch
+
+    from quaere.evaluate.arrays import TorchCudaOps, guard_elems
+    from quaere.task.contract import OutputSpec
+
+    ops = TorchCudaOps()
+    spec = OutputSpec((4, 1000, 8, 128), "bfloat16")
+    view, whole = ops.alloc_guarded(spec, guard_elems(spec))
+    assert view.is_cuda and view.data_ptr() % 256 == 0
+    ops.poison(view)
+    assert ops.count_poison(view) == view.numel() and ops.guards_intact(whole, guard_elems(spec))
+    big = torch.randn(1 << 22, device="cuda", dtype=torch.bfloat16)
+    before = ops.checksum(big)
+    big[12345] += 1
+    assert ops.checksum(big) != before
+
+
+def test_fa_initial_kernel_passes_every_scenario_and_is_timed(fa_task, tmp_path: Path) -> None:
+    evaluation = run_evaluation(fa_task, fa_task.initial_kernel, EvalOptions())
+    append_evaluation(tmp_path / "ledger.jsonl", evaluation)
+    print(f"\nfull evaluation: {len(evaluation.correctness)} scenarios + {len(evaluation.benchmarks)} configs, "
+          f"wall {evaluation.wall_s:.1f} s; device {evaluation.device.name} driver {evaluation.device.driver}")
+    for bench in evaluation.benchmarks:
+        cells = [f"{t.impl} {t.median_ms:.3f} ms ({relative_spread(t.samples_ms):.1%})"
+                 if t.status is TimingStatus.MEASURED else f"{t.impl} {t.status.value}" for t in bench.timings]
+        print(f"  {bench.scenario_id}: " + ", ".join(cells))
+    assert evaluation.correct, [(v.scenario_id, v.verdict.value, v.detail[:200]) for v in evaluation.failing()]
+    assert all(b.timing("candidate").status is TimingStatus.MEASURED for b in evaluation.benchmarks)
+    assert read_ledger(tmp_path / "ledger.jsonl").problems == ()
+
+
+def test_fa_timing_is_repeatable(fa_task) -> None:
+    options = EvalOptions(correctness=False)
+    first, second = (run_evaluation(fa_task, fa_task.initial_kernel, options) for _ in range(2))
+    ratios = [a.timing("candidate").median_ms / b.timing("candidate").median_ms
+              for a, b in zip(first.benchmarks, second.benchmarks, strict=True)]
+    drift = geomean(ratios)
+    print(f"\nsame kernel timed twice: geomean ratio {drift:.4f} over {len(ratios)} configs")
+    assert math.isfinite(drift) and abs(drift - 1.0) <= 0.02
+
+
+@pytest.mark.parametrize(
+    ("fixture", "verdict"),
+    [("crash.cu", Verdict.CRASHED), ("hang.cu", Verdict.TIMED_OUT), ("wrong.cu", Verdict.WRONG)],
+)
+def test_fa_adversarial_candidates(fa_task, few_scenarios: Path, tmp_path: Path, fixture: str, verdict: Verdict) -> None:
+    options = EvalOptions(scenarios_file=few_scenarios, benchmark=False, scenario_timeout_s=20.0)
+    evaluation = run_evaluation(fa_task, GPU_FIXTURES / fixture, options)
+    assert {v.verdict for v in evaluation.correctness} == {verdict}, [v.detail[:300] for v in evaluation.correctness]
+    ledger = tmp_path / "ledger.jsonl"
+    append_evaluation(ledger, evaluation)
+    assert read_ledger(ledger).problems == () and len(read_ledger(ledger).evaluations) == 1
