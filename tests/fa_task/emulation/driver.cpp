@@ -7,8 +7,8 @@ void run_grid(const AttentionParams& p, int batch) {
     std::vector<unsigned char> buffer(smem);
     g_smem = buffer.data();
     gridDim = {unsigned((p.seqlen_q + kBlockM - 1) / kBlockM), unsigned(p.heads_q), unsigned(batch)};
-    std::barrier<> block(kThreads);
-    std::barrier<> w0(32), w1(32), w2(32), w3(32);
+    Barrier block(kThreads);
+    Barrier w0(32), w1(32), w2(32), w3(32);
     g_block_barrier = &block;
     g_warp_barrier[0] = &w0;
     g_warp_barrier[1] = &w1;

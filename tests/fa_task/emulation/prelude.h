@@ -8,10 +8,11 @@
 // as NaN, so a read before the wait or of a row that should have been zero-filled shows up in the output.
 // What this cannot see: timing races between warps, bank conflicts, register limits, real rounding of exp2.
 #include <algorithm>
-#include <barrier>
 #include <cmath>
+#include <condition_variable>
 #include <cstdint>
 #include <cstring>
+#include <mutex>
 #include <thread>
 #include <vector>
 #define __device__
@@ -21,14 +22,38 @@
 using std::max;
 using std::min;
 
+// A blocking barrier (no spinning: 128 emulated threads share a few CPU cores with everything else).
+class Barrier {
+   public:
+    explicit Barrier(int count) : count_(count) {}
+    void arrive_and_wait() {
+        std::unique_lock<std::mutex> lock(mutex_);
+        const unsigned long generation = generation_;
+        if (++arrived_ == count_) {
+            arrived_ = 0;
+            ++generation_;
+            all_arrived_.notify_all();
+        } else {
+            all_arrived_.wait(lock, [&] { return generation_ != generation; });
+        }
+    }
+
+   private:
+    std::mutex mutex_;
+    std::condition_variable all_arrived_;
+    const int count_;
+    int arrived_ = 0;
+    unsigned long generation_ = 0;
+};
+
 struct Dim3 {
     unsigned x = 0, y = 0, z = 0;
 };
 thread_local Dim3 threadIdx, blockIdx;
 Dim3 gridDim;
 unsigned char* g_smem;
-std::barrier<>* g_block_barrier;
-std::barrier<>* g_warp_barrier[4];
+Barrier* g_block_barrier;
+Barrier* g_warp_barrier[4];
 
 struct WarpExchange {
     const void* addr[32];

@@ -9,7 +9,8 @@ something different from what the candidate computes.
 from __future__ import annotations
 
 import warnings
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from quaere.task.contract import ComparisonUnavailable
 

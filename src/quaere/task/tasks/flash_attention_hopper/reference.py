@@ -12,8 +12,9 @@ heads and per block of query rows, so that no score block exceeds ``CHUNK_ELEMEN
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
 
 CHUNK_ELEMENTS = 2**27  # fp32 scores per block: 512 MiB
 

@@ -23,8 +23,9 @@ halved until the shape fits, so most scenarios are small and a full correctness 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 HEAD_DIMS = (64, 128, 256)
 LAYOUTS = ("mha", "gqa4", "gqa8", "mqa")
@@ -91,7 +92,7 @@ class Shape:
     softmax_scale: float
 
     @classmethod
-    def from_params(cls, params: Mapping[str, Any], scenario_id: str = "?") -> "Shape":
+    def from_params(cls, params: Mapping[str, Any], scenario_id: str = "?") -> Shape:
         """Read a scenario's params; ``softmax_scale`` defaults to 1/sqrt(head_dim)."""
         values: dict[str, int] = {}
         for name in ("batch", "seqlen_q", "seqlen_k", "heads_q", "heads_kv", "head_dim"):
