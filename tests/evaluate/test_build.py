@@ -44,3 +44,13 @@ def test_missing_compiler_is_a_build_failure(cpu_task, tmp_path: Path) -> None:
     result = build_source(spec, cpu_task.initial_kernel, tmp_path / "cache", cpu_task.folder)
     assert result.status is BuildStatus.BUILD_FAILED and result.artifact == ""
     assert "not found" in result.log_tail and "status 127" in result.log_tail
+
+
+def test_a_source_edited_during_its_build_is_not_built_nor_cached(cpu_task, tmp_path: Path) -> None:
+    source = tmp_path / "k.cpp"
+    shutil.copyfile(cpu_task.initial_kernel, source)
+    editing = cpu_task.spec.build + " && echo //edited >> {source}"
+    spec = cpu_task.spec.model_copy(update={"build": editing})
+    result = build_source(spec, source, tmp_path / "cache", cpu_task.folder)
+    assert result.status is BuildStatus.BUILD_FAILED and "changed while it was being built" in result.log_tail
+    assert [p.name for p in (tmp_path / "cache").iterdir()] == []

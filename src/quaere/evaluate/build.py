@@ -83,8 +83,8 @@ def _headers_digest(headers: tuple[str, ...]) -> str:
     return digest.hexdigest()
 
 
-def build_key(template: str, source: Path) -> str:
-    digest = hashlib.sha256(template.encode() + b"\0" + source.read_bytes())
+def build_key(template: str, source_bytes: bytes) -> str:
+    digest = hashlib.sha256(template.encode() + b"\0" + source_bytes)
     return digest.hexdigest()[:32]
 
 
@@ -106,7 +106,8 @@ def build_source(
     """Build ``source`` with the task's command (run in ``workdir``, the task folder); never raises on a
     compile error, a missing compiler or a timeout: those are ``BUILD_FAILED`` with the log's tail."""
     source = source.resolve()
-    key = build_key(spec.build, source)
+    source_bytes = source.read_bytes()
+    key = build_key(spec.build, source_bytes)
     final = cache_dir / key
     cached = _cached(final)
     if cached is not None:
@@ -127,9 +128,11 @@ def build_source(
         log = (exc.stdout or b"").decode(errors="replace") + f"\n[quaere] build timed out after {timeout_s:.0f} s"
         code = -1
     duration = time.monotonic() - started
+    if source.read_bytes() != source_bytes:  # never cache (or record) an artifact of other bytes than hashed
+        code, log = -1, f"{log}\n[quaere] {source} changed while it was being built; evaluate it again"
     (scratch / LOG_NAME).write_text(f"$ {shown}\n{log}")
     if code != 0 or not (scratch / ARTIFACT_NAME).exists():
-        reason = f"[quaere] build command exited with status {code}" if code else "[quaere] no artifact written"
+        reason = f"[quaere] build failed (status {code})" if code else "[quaere] no artifact written"
         shutil.rmtree(scratch, ignore_errors=True)
         return BuildResult(
             status=BuildStatus.BUILD_FAILED, command=shown, artifact="", log_tail=_tail(f"{log}\n{reason}"),

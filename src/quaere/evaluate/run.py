@@ -188,12 +188,16 @@ def run_evaluation(task: Task, candidate: Path, options: EvalOptions, progress: 
     seed = options.seed if options.seed is not None else secrets.randbelow(2**31)
     scenarios = (load_scenarios_file(options.scenarios_file) if options.scenarios_file
                  else list(task.module.correctness_scenarios()))
+    candidate_hash = content_hash(candidate)  # build_source refuses a file that changes under it
     progress.begin("build", 1)
     build = build_source(task.spec, candidate, cache / "builds", task.folder, options.build_timeout_s)
+    if build.status is BuildStatus.OK and content_hash(candidate) != candidate_hash:
+        build = build.model_copy(update={"status": BuildStatus.BUILD_FAILED, "artifact": "",
+                                         "log_tail": f"[quaere] {candidate} changed during the build; evaluate again"})
     progress.advance(f"build: {build.status.value}")
     audit = _static_audit(build, task.spec.banned) if build.status is BuildStatus.OK else ()
     probe = probe_device(task.spec.device)
-    base = {"task": task.spec.name, "candidate_path": str(candidate), "candidate_hash": content_hash(candidate),
+    base = {"task": task.spec.name, "candidate_path": str(candidate), "candidate_hash": candidate_hash,
             "created_at": created_at, "device": probe.info, "build": build}
     why = _why_not_run(build, options, probe.reason)
     if why:
