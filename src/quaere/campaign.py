@@ -228,8 +228,10 @@ class _Run:
 
 
 def _activity(event: object) -> str:
-    text = getattr(event, "text", None) or getattr(event, "input", None) or getattr(event, "reason", None) or ""
-    return f"{getattr(event, 'type', '?')}: {str(text).splitlines()[0] if text else ''}"
+    """One line on the latest event for the live view."""
+    fields = ("text", "input", "reason", "budget", "moment", "candidate_hash", "agent")
+    text = next((str(getattr(v, "value", v)) for f in fields if (v := getattr(event, f, None))), "")
+    return f"{getattr(event, 'type', '?')}: {text.splitlines()[0] if text else ''}"
 
 
 def _task_reference(task: str) -> str:

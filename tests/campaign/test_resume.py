@@ -108,3 +108,54 @@ def read_trace_bytes(data: bytes, scratch: Path) -> tuple:
     copy = scratch / "prefix.jsonl"
     copy.write_bytes(data)
     return read_trace(copy).events
+
+
+def test_ctrl_c_closes_the_session_as_interrupted_and_resume_carries_on(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    trace = workspace / ".quaere" / "trace.jsonl"
+    replies = [
+        Reply.bash(SLOW),
+        Reply.text(DONE),
+        Reply.bash(f"cp {KERNELS / 'fast.cpp'} kernel.cpp && {EVAL}"),
+        Reply.text(DONE),
+    ]
+    with ScriptedOpenAIServer(replies) as server:
+        start = [
+            sys.executable,
+            "-m",
+            "quaere",
+            "run",
+            "--task",
+            str(TASK),
+            "--agent",
+            "openai",
+            "--base-url",
+            server.base_url,
+            "--model",
+            "fake-coder",
+            "--workspace",
+            str(workspace),
+            "--no-live",
+        ]
+        process = subprocess.Popen(
+            start, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        _wait_for(lambda: _slow_call_started(trace), 240, "the slow tool call", process)
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=60)
+        assert process.returncode == 130 and "--resume" in stderr and "Traceback" not in stderr
+        state = load_state(workspace / ".quaere" / "campaign.json")
+        assert not state.session_open and state.status is CampaignStatus.RUNNING
+        ends = [e for e in read_trace(trace).events if isinstance(e, SessionEnd)]
+        assert [(e.session, e.reason) for e in ends] == [(1, "interrupted")]
+
+        resumed = subprocess.run(
+            [sys.executable, "-m", "quaere", "run", "--resume", "--workspace", str(workspace), "--no-live"],
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    assert resumed.returncode == 0, resumed.stderr
+    ends = [e for e in read_trace(trace).events if isinstance(e, SessionEnd)]
+    assert [(e.session, e.reason) for e in ends] == [(1, "interrupted"), (2, "goal_met")]

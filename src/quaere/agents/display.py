@@ -149,7 +149,9 @@ class RichDisplay:
             self._started = False
 
     def close(self) -> None:
-        self.pause()
+        if self._started:
+            self.pause()
+            self._live.console.line()  # whatever is printed next starts below the last frame
 
 
 def _render(view: CampaignView):  # -> rich renderable
