@@ -35,7 +35,7 @@ class EvalOptions(BaseModel):
     """Seed of the random inputs; None draws a fresh one (it is recorded in every verdict)."""
     scenario_timeout_s: float | None = Field(default=None, gt=0)
     """Per correctness scenario; None uses the task's ``correctness.scenario_timeout_s``."""
-    benchmark_timeout_s: float = Field(default=300.0, gt=0)
+    benchmark_timeout_s: float = Field(default=120.0, gt=0)
     """Per benchmark scenario (every implementation, warm-up and repetitions together)."""
     worker_start_timeout_s: float = Field(default=180.0, gt=0)
     """Time a fresh worker may take to import the task (and torch) and load the kernels."""
