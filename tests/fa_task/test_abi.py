@@ -87,19 +87,6 @@ def find_cuobjdump() -> str | None:
     return str(paths[0]) if paths else None
 
 
-@pytest.fixture(scope="module")
-def built(task, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    if shutil.which("nvcc") is None:
-        pytest.skip("nvcc is not installed here")
-    folder = tmp_path_factory.mktemp("fa_build")
-    output, depfile = folder / "kernel.so", folder / "kernel.d"
-    command = task.spec.build.format(source=task.initial_kernel, output=output, depfile=depfile)
-    done = subprocess.run(command, shell=True, capture_output=True, text=True, check=False)
-    assert done.returncode == 0, f"{command}\n{done.stderr[-3000:]}"
-    assert depfile.exists() and "cuda_runtime.h" in depfile.read_text()
-    return output
-
-
 @pytest.mark.slow
 def test_the_task_build_command_exports_the_entry_point(built):
     nm = subprocess.run(["nm", "-D", "--defined-only", str(built)], capture_output=True, text=True, check=True)

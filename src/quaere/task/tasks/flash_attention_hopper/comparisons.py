@@ -1,6 +1,7 @@
 """Comparison implementations of the flash_attention_hopper task: FA3, and cuDNN and FA2 through PyTorch SDPA.
 
-Each factory takes (shape, inputs) and returns a zero-argument callable that only launches the attention;
+Each factory takes (shape, inputs) and returns a zero-argument callable that only launches the attention
+and returns o as [B, Sq, Hq, D];
 everything else (imports, views, a probe call) happens in the factory, outside the timed region. A factory
 raises :class:`ComparisonUnavailable` when the implementation cannot run the scenario here, rather than timing
 something different from what the candidate computes.
@@ -60,7 +61,7 @@ def sdpa(backend_name: str) -> Callable[[Any, dict], Callable[[], Any]]:
 
         def call() -> Any:
             with sdpa_kernel([backend]):
-                return scaled_dot_product_attention(q, k, v, **kwargs)
+                return scaled_dot_product_attention(q, k, v, **kwargs).transpose(1, 2)  # a view, [B, S, H, D]
 
         return call
 
