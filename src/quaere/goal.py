@@ -122,20 +122,30 @@ def _judge_benchmark(result: BenchmarkResult, target: GoalTarget) -> FailingBenc
     candidate, baseline = result.timing("candidate"), result.timing(target.baseline)
     if candidate is None or candidate.status is not TimingStatus.MEASURED:
         return FailingBenchmark(
-            **base, ratio=math.nan, ratio_spread=math.nan, shortfall=Shortfall.CANDIDATE_NOT_TIMED,
+            **base,
+            ratio=math.nan,
+            ratio_spread=math.nan,
+            shortfall=Shortfall.CANDIDATE_NOT_TIMED,
             detail=f"candidate {_unmeasured(candidate)}",
         )
     if baseline is None or baseline.status is not TimingStatus.MEASURED:
         return FailingBenchmark(
-            **base, ratio=math.nan, ratio_spread=math.nan, shortfall=Shortfall.BASELINE_UNAVAILABLE,
+            **base,
+            ratio=math.nan,
+            ratio_spread=math.nan,
+            shortfall=Shortfall.BASELINE_UNAVAILABLE,
             detail=f"baseline '{target.baseline}' {_unmeasured(baseline)}",
         )
     ratio = result.ratio(target.baseline)
     spread = _ratio_spread(result, target.baseline, ratio)
     if result.suspect:
         return FailingBenchmark(
-            **base, ratio=ratio, ratio_spread=spread, shortfall=Shortfall.FASTER_THAN_ROOFLINE,
-            detail=f"candidate median {candidate.median_ms:.4g} ms is below the roofline floor {result.bound_ms:.4g} ms",
+            **base,
+            ratio=ratio,
+            ratio_spread=spread,
+            shortfall=Shortfall.FASTER_THAN_ROOFLINE,
+            detail=f"candidate median {candidate.median_ms:.4g} ms is below the roofline floor "
+            f"{result.bound_ms:.4g} ms",
         )
     if not ratio >= target.ratio:
         return FailingBenchmark(**base, ratio=ratio, ratio_spread=spread, shortfall=Shortfall.BELOW_TARGET)
@@ -181,15 +191,20 @@ def check_goal(
     latest = evaluations[-1]
     if latest.candidate_hash != candidate_hash:
         return GoalStatus(
-            state=GoalState.STALE, candidate_hash=candidate_hash,
-            evaluated_hash=latest.candidate_hash, evaluated_at=latest.created_at,
+            state=GoalState.STALE,
+            candidate_hash=candidate_hash,
+            evaluated_hash=latest.candidate_hash,
+            evaluated_at=latest.created_at,
         )
     same = [e for e in evaluations if e.candidate_hash == candidate_hash]
     full_index = max((i for i, e in enumerate(same) if not is_timing_only(e)), default=None)
     if full_index is None:
         return GoalStatus(
-            state=GoalState.UNMET, candidate_hash=candidate_hash, evaluated_hash=candidate_hash,
-            evaluated_at=latest.created_at, problems=("only re-timing runs exist: run a full evaluation",),
+            state=GoalState.UNMET,
+            candidate_hash=candidate_hash,
+            evaluated_hash=candidate_hash,
+            evaluated_at=latest.created_at,
+            problems=("only re-timing runs exist: run a full evaluation",),
         )
     full = same[full_index]
     problems = _problems(full)
@@ -197,7 +212,8 @@ def check_goal(
     seen = {v.scenario_id for v in full.correctness}
     failing += [
         FailingScenario(scenario_id=i, verdict=Verdict.NOT_RUN, detail="missing from the evaluation")
-        for i in expected_correctness or () if i not in seen
+        for i in expected_correctness or ()
+        if i not in seen
     ]
     benchmarks = _merged_benchmarks(full, same[full_index + 1 :]) if full.ran and full.built else {}
     ids = list(expected_benchmarks) if expected_benchmarks is not None else list(benchmarks)
@@ -211,11 +227,17 @@ def check_goal(
             checked += 1
             result = benchmarks.get(scenario_id)
             if result is None:
-                failing_benchmarks.append(FailingBenchmark(
-                    scenario_id=scenario_id, baseline=target.baseline, target_ratio=target.ratio,
-                    ratio=math.nan, ratio_spread=math.nan, shortfall=Shortfall.NOT_BENCHMARKED,
-                    detail="no timing of this configuration in the evaluation",
-                ))
+                failing_benchmarks.append(
+                    FailingBenchmark(
+                        scenario_id=scenario_id,
+                        baseline=target.baseline,
+                        target_ratio=target.ratio,
+                        ratio=math.nan,
+                        ratio_spread=math.nan,
+                        shortfall=Shortfall.NOT_BENCHMARKED,
+                        detail="no timing of this configuration in the evaluation",
+                    )
+                )
             elif (miss := _judge_benchmark(result, target)) is not None:
                 failing_benchmarks.append(miss)
     met = not problems and not failing and not failing_benchmarks
@@ -271,6 +293,7 @@ def check_goal_with_retime(
 
 # -- rendering ------------------------------------------------------------------------------------------
 
+
 def _fmt_ratio(value: float) -> str:
     return f"{value:.3f}x" if math.isfinite(value) else "n/a"
 
@@ -287,7 +310,8 @@ def _benchmark_line(miss: FailingBenchmark, retimed: tuple[str, ...]) -> str:
             f"  {miss.scenario_id}: {_fmt_ratio(miss.ratio)}{spread} vs {miss.baseline}, "
             f"target {miss.target_ratio:.3f}x{note}"
         )
-    return f"  {miss.scenario_id}: {miss.shortfall.value} vs {miss.baseline} (target {miss.target_ratio:.3f}x): {miss.detail}"
+    target = f"target {miss.target_ratio:.3f}x"
+    return f"  {miss.scenario_id}: {miss.shortfall.value} vs {miss.baseline} ({target}): {miss.detail}"
 
 
 def render_goal(status: GoalStatus, now: float | None = None) -> str:
@@ -303,20 +327,23 @@ def render_goal(status: GoalStatus, now: float | None = None) -> str:
             f"goal: STALE — the latest evaluation is of {status.evaluated_hash[:12]}{age}, but the candidate "
             f"file is now {short}; run `quaere eval` on it."
         )
-    when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(status.evaluated_at)) if math.isfinite(status.evaluated_at) else "?"
+    when = (
+        time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(status.evaluated_at))
+        if math.isfinite(status.evaluated_at)
+        else "?"
+    )
     lines = [f"goal: {status.state.value.upper()} — candidate {short}, evaluated {when}"]
     lines += [f"problem: {p}" for p in status.problems]
     if status.failing_scenarios:
         lines.append(f"correctness: {len(status.failing_scenarios)} of {status.scenarios_checked} scenarios fail")
         lines += [
-            f"  {f.scenario_id}: {f.verdict.value}{': ' + f.detail if f.detail else ''}" for f in status.failing_scenarios
+            f"  {f.scenario_id}: {f.verdict.value}{': ' + f.detail if f.detail else ''}"
+            for f in status.failing_scenarios
         ]
     elif status.scenarios_checked:
         lines.append(f"correctness: all {status.scenarios_checked} scenarios pass")
     if status.failing_benchmarks:
-        lines.append(
-            f"benchmarks: {len(status.failing_benchmarks)} of {status.benchmarks_checked} target checks fail"
-        )
+        lines.append(f"benchmarks: {len(status.failing_benchmarks)} of {status.benchmarks_checked} target checks fail")
         lines += [_benchmark_line(m, status.retimed) for m in status.failing_benchmarks]
     elif status.benchmarks_checked:
         lines.append(f"benchmarks: all {status.benchmarks_checked} target checks reached")

@@ -33,6 +33,7 @@ class HookAnswer:
 
 # -- answers in each agent's dialect --------------------------------------------------------------------
 
+
 def block_answer(agent: Agent, reason: str, stderr: str = "") -> HookAnswer:
     if agent is Agent.OPENHANDS:  # OpenHands blocks a stop on exit code 2 (and reads "deny")
         return HookAnswer({"decision": "deny", "reason": reason}, 2, stderr or reason, "block")
@@ -63,7 +64,10 @@ def broken_answer(event: str, message: str, agent: Agent, state_dir: Path | None
     used, limit = _count_error_block(state_dir, session_id)
     if used > limit:
         return allow_answer(f"{text}. The error budget ({limit} blocks) is spent: letting the agent stop.", text)
-    reason = f"{text}. The goal could not be checked, so stopping is not accepted yet (block {used} of {limit}); fix the set-up (run `quaere goal` to see the problem)."
+    reason = (
+        f"{text}. The goal could not be checked, so stopping is not accepted yet (block {used} of {limit}); "
+        "fix the set-up (run `quaere goal` to see the problem)."
+    )
     return block_answer(agent, reason, text)
 
 
@@ -85,8 +89,6 @@ def _count_error_block(state_dir: Path | None, session_id: str) -> tuple[int, in
     except OSError:
         used = ERROR_BLOCK_LIMIT + 1  # cannot count: never risk trapping the agent
     return used, ERROR_BLOCK_LIMIT
-
-
 
 
 def trace_broken(trace: Path, event: str, message: str, answer: HookAnswer) -> None:

@@ -67,7 +67,9 @@ def default_launcher() -> str:
 
 
 def is_ours(handler: Any) -> bool:
-    return isinstance(handler, dict) and isinstance(handler.get("command"), str) and bool(_OURS.search(handler["command"]))
+    return (
+        isinstance(handler, dict) and isinstance(handler.get("command"), str) and bool(_OURS.search(handler["command"]))
+    )
 
 
 def _our_groups(agent: Agent, launcher: str) -> dict[str, dict[str, Any]]:
@@ -140,9 +142,7 @@ class InstallResult:
     notes: tuple[str, ...]
 
 
-def install_hooks(
-    root: Path, agent: Agent, budget: HookBudget, launcher: str | None = None
-) -> InstallResult:
+def install_hooks(root: Path, agent: Agent, budget: HookBudget, launcher: str | None = None) -> InstallResult:
     """Merge our three hooks into ``agent``'s project settings under ``root``; idempotent.
 
     The budget goes to ``.quaere/hooks.json``; for Claude Code the block cap env var follows it.
@@ -178,8 +178,10 @@ def install_hooks(
         path.write_text(text)
     notes = []
     if agent is Agent.CODEX:
-        notes.append("Codex asks you to review and trust new project hooks (/hooks) before they run; Codex "
-                     "versions where hooks are not on by default need [features] codex_hooks = true in .codex/config.toml.")
+        notes.append(
+            "Codex asks you to review and trust new project hooks (/hooks) before they run; Codex "
+            "versions where hooks are not on by default need [features] codex_hooks = true in .codex/config.toml."
+        )
     if agent is Agent.OPENHANDS:
         notes.append("OpenHands: format from its documentation, not run here against a real OpenHands.")
     return InstallResult(settings_path=path, changed=changed, notes=tuple(notes))

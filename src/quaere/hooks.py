@@ -21,7 +21,13 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from quaere.goal import (
-    GoalState, GoalStatus, Retimer, check_goal, check_goal_with_retime, is_timing_only, render_goal,
+    GoalState,
+    GoalStatus,
+    Retimer,
+    check_goal,
+    check_goal_with_retime,
+    is_timing_only,
+    render_goal,
 )
 from quaere.hook_answers import HookAnswer, allow_answer, block_answer, broken_answer, context_answer
 from quaere.hook_install import Agent
@@ -30,8 +36,20 @@ from quaere.hook_transcript import new_assistant_texts
 from quaere.records import Evaluation, Moment, QuestionKind
 from quaere.task.spec import TaskSpec
 from quaere.trace import (
-    AgentMessage, BudgetSpent, EvaluationDone, Event, MomentDetected, QuestionAsked, StopAttempt, StopDecision,
-    ToolCall, ToolResult, TraceEvent, TraceWriter, cut, read_trace,
+    AgentMessage,
+    BudgetSpent,
+    EvaluationDone,
+    Event,
+    MomentDetected,
+    QuestionAsked,
+    StopAttempt,
+    StopDecision,
+    ToolCall,
+    ToolResult,
+    TraceEvent,
+    TraceWriter,
+    cut,
+    read_trace,
 )
 from quaere.workspace import Workspace, content_hash
 
@@ -88,6 +106,7 @@ class HookDeps:
 
 # -- Stop -------------------------------------------------------------------------------------------------
 
+
 def _session_index(state: HookState, session_id: str) -> int:
     if session_id and session_id not in state.sessions:
         state.sessions.append(session_id)
@@ -109,10 +128,16 @@ def current_goal(deps: HookDeps) -> tuple[GoalStatus, list[str]]:
 def _ask(deps: HookDeps, moment: Moment, evidence: str, session: int) -> PickedQuestion | None:
     picked = deps.questions.pick(moment, evidence)
     if picked is not None:
-        deps.trace.write(QuestionAsked(
-            session=session, moment=moment, source=picked.source, entry_id=picked.entry_id,
-            text=picked.text, kind=picked.kind,
-        ))
+        deps.trace.write(
+            QuestionAsked(
+                session=session,
+                moment=moment,
+                source=picked.source,
+                entry_id=picked.entry_id,
+                text=picked.text,
+                kind=picked.kind,
+            )
+        )
     return picked
 
 
@@ -147,8 +172,11 @@ def handle_stop(payload: dict[str, Any], deps: HookDeps) -> HookAnswer:
         deps.trace.write(StopDecision(session=session, decision="allow", reason=reason, goal_status="budget_spent"))
         return allow_answer(reason + "\n" + render_goal(status, now), note)
     reason = render_goal(status, now)
-    deps.trace.write(MomentDetected(session=session, moment=Moment.CLAIMED_LIMIT,
-                                    evidence=f"stop attempt with the goal {status.state.value}"))
+    deps.trace.write(
+        MomentDetected(
+            session=session, moment=Moment.CLAIMED_LIMIT, evidence=f"stop attempt with the goal {status.state.value}"
+        )
+    )
     picked = _ask(deps, Moment.CLAIMED_LIMIT, reason, session)
     if problems:
         reason += "\n" + "\n".join(f"ledger problem: {p}" for p in problems)
@@ -160,6 +188,7 @@ def handle_stop(payload: dict[str, Any], deps: HookDeps) -> HookAnswer:
 
 
 # -- PostToolUse ----------------------------------------------------------------------------------------
+
 
 def _ran_eval(payload: dict[str, Any]) -> bool:
     tool_input = payload.get("tool_input")
@@ -189,8 +218,9 @@ def _record_tool(payload: dict[str, Any], deps: HookDeps, session: int) -> None:
     _record_words(payload, deps, session)
     call_id = str(payload.get("tool_use_id") or "")
     text_in = json.dumps(payload.get("tool_input"), default=str)
-    deps.trace.write(ToolCall(session=session, call_id=call_id, tool=str(payload.get("tool_name") or "?"),
-                              input=cut(text_in)[0]))
+    deps.trace.write(
+        ToolCall(session=session, call_id=call_id, tool=str(payload.get("tool_name") or "?"), input=cut(text_in)[0])
+    )
     failed = payload.get("hook_event_name") == "PostToolUseFailure"
     response = payload.get("error") if failed else payload.get("tool_response")
     full = response if isinstance(response, str) else json.dumps(response, default=str)
@@ -259,6 +289,7 @@ def handle_post_tool(payload: dict[str, Any], deps: HookDeps) -> HookAnswer:
 
 # -- UserPromptSubmit -------------------------------------------------------------------------------------
 
+
 def handle_prompt(payload: dict[str, Any], deps: HookDeps) -> HookAnswer:
     """The campaign-start question, once per campaign, as additional context of the first prompt."""
     if not isinstance(payload, dict):
@@ -279,7 +310,9 @@ def handle_prompt(payload: dict[str, Any], deps: HookDeps) -> HookAnswer:
         deps.trace.write(AgentMessage(session=session, role="user", text=cut(prompt)[0]))
     if not first[0]:
         return HookAnswer(None)
-    deps.trace.write(MomentDetected(session=session, moment=Moment.CAMPAIGN_START, evidence="first prompt of the campaign"))
+    deps.trace.write(
+        MomentDetected(session=session, moment=Moment.CAMPAIGN_START, evidence="first prompt of the campaign")
+    )
     picked = _ask(deps, Moment.CAMPAIGN_START, "campaign start", session)
     if picked is None:
         return HookAnswer(None)
@@ -287,6 +320,15 @@ def handle_prompt(payload: dict[str, Any], deps: HookDeps) -> HookAnswer:
 
 
 __all__ = [
-    "GoalState", "HookAnswer", "HookDeps", "MomentDetector", "PickedQuestion", "QuestionPicker",
-    "broken_answer", "current_goal", "handle_post_tool", "handle_prompt", "handle_stop",
+    "GoalState",
+    "HookAnswer",
+    "HookDeps",
+    "MomentDetector",
+    "PickedQuestion",
+    "QuestionPicker",
+    "broken_answer",
+    "current_goal",
+    "handle_post_tool",
+    "handle_prompt",
+    "handle_stop",
 ]

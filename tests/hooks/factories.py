@@ -5,7 +5,14 @@ from __future__ import annotations
 import math
 
 from quaere.records import (
-    BenchmarkResult, BuildResult, BuildStatus, DeviceInfo, Evaluation, ScenarioVerdict, Timing, TimingStatus,
+    BenchmarkResult,
+    BuildResult,
+    BuildStatus,
+    DeviceInfo,
+    Evaluation,
+    ScenarioVerdict,
+    Timing,
+    TimingStatus,
     Verdict,
 )
 from quaere.task.spec import TaskSpec
@@ -37,25 +44,43 @@ def timing(impl: str, median_ms: float, spread_ms: float = 0.0, status=TimingSta
     return Timing(impl=impl, status=status, samples_ms=(median_ms,), median_ms=median_ms, spread_ms=spread_ms)
 
 
-def bench(scenario_id: str, candidate_ms: float, initial_ms: float, spread_ms: float = 0.0, *extra: Timing,
-          suspect: bool = False) -> BenchmarkResult:
+def bench(
+    scenario_id: str,
+    candidate_ms: float,
+    initial_ms: float,
+    spread_ms: float = 0.0,
+    *extra: Timing,
+    suspect: bool = False,
+) -> BenchmarkResult:
     timings = (timing("candidate", candidate_ms, spread_ms), timing("initial", initial_ms, spread_ms), *extra)
     return BenchmarkResult(scenario_id=scenario_id, flops=1e6, bound_ms=0.001, timings=timings, suspect=suspect)
 
 
-def evaluation(candidate_hash: str, verdicts=(("c1", Verdict.PASSED),), benchmarks=(), *, ran=True, built=True,
-               created_at=1_000.0) -> Evaluation:
+def evaluation(
+    candidate_hash: str, verdicts=(("c1", Verdict.PASSED),), benchmarks=(), *, ran=True, built=True, created_at=1_000.0
+) -> Evaluation:
     build = BuildResult(
-        status=BuildStatus.OK if built else BuildStatus.BUILD_FAILED, command="cc", artifact="k.so" if built else "",
-        log_tail="" if built else "k.c:3: error: expected ';'", included_headers=(), duration_s=0.1,
+        status=BuildStatus.OK if built else BuildStatus.BUILD_FAILED,
+        command="cc",
+        artifact="k.so" if built else "",
+        log_tail="" if built else "k.c:3: error: expected ';'",
+        included_headers=(),
+        duration_s=0.1,
     )
     return Evaluation(
-        task="toy", candidate_path="k.c", candidate_hash=candidate_hash, created_at=created_at,
-        device=DeviceInfo(name="cpu:test"), ran=ran, build=build,
+        task="toy",
+        candidate_path="k.c",
+        candidate_hash=candidate_hash,
+        created_at=created_at,
+        device=DeviceInfo(name="cpu:test"),
+        ran=ran,
+        build=build,
         correctness=tuple(
             ScenarioVerdict(scenario_id=i, verdict=v, seed=1, detail="" if v is Verdict.PASSED else f"{i} is off")
             for i, v in verdicts
-        ) if ran else (),
+        )
+        if ran
+        else (),
         benchmarks=tuple(benchmarks),
     )
 

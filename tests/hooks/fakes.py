@@ -14,7 +14,9 @@ class FixedQuestions:
 
     def pick(self, moment, evidence):
         self.asked.append(moment)
-        return PickedQuestion(text=f"Q{len(self.asked)} for {moment.value}?", source="bank", entry_id=f"t.q{len(self.asked)}")
+        return PickedQuestion(
+            text=f"Q{len(self.asked)} for {moment.value}?", source="bank", entry_id=f"t.q{len(self.asked)}"
+        )
 
 
 class FixedMoments:

@@ -15,13 +15,13 @@ from quaere.records import Verdict
 from quaere.task.loader import load_task
 from quaere.trace import read_trace
 from quaere.workspace import content_hash, create_workspace
-
 from tests.hooks.factories import bench, evaluation
 
 
 def run_quaere(*args, cwd, stdin=""):
-    return subprocess.run([sys.executable, "-m", "quaere", *args], cwd=cwd, input=stdin, capture_output=True,
-                          text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "quaere", *args], cwd=cwd, input=stdin, capture_output=True, text=True, timeout=120
+    )
 
 
 @pytest.fixture(scope="module")
@@ -36,18 +36,26 @@ def ws(tmp_path, task):
 
 def record(ws, task, failing=(), slow=(), candidate_hash=None):
     """A ledger entry for the candidate, as the evaluator writes it: every scenario of the task present."""
-    verdicts = [(s.id, Verdict.WRONG if s.id in failing else Verdict.PASSED) for s in task.module.correctness_scenarios()]
+    verdicts = [
+        (s.id, Verdict.WRONG if s.id in failing else Verdict.PASSED) for s in task.module.correctness_scenarios()
+    ]
     benches = [bench(s.id, 2.0 if s.id in slow else 1.0, 1.2) for s in task.module.benchmark_scenarios()]
     ev = evaluation(candidate_hash or content_hash(ws.candidate), verdicts=verdicts, benchmarks=benches)
     append_evaluation(ws.ledger, ev.model_copy(update={"task": "cpu_softmax"}))
 
 
 def stop_json(ws, active=False, session=None):
-    return json.dumps({
-        "session_id": session or str(uuid.uuid4()), "transcript_path": str(ws.root / "t.jsonl"), "cwd": str(ws.root),
-        "permission_mode": "bypassPermissions", "hook_event_name": "Stop", "stop_hook_active": active,
-        "last_assistant_message": "I believe this is the hardware limit.",
-    })
+    return json.dumps(
+        {
+            "session_id": session or str(uuid.uuid4()),
+            "transcript_path": str(ws.root / "t.jsonl"),
+            "cwd": str(ws.root),
+            "permission_mode": "bypassPermissions",
+            "hook_event_name": "Stop",
+            "stop_hook_active": active,
+            "last_assistant_message": "I believe this is the hardware limit.",
+        }
+    )
 
 
 def test_stop_unmet_blocks_with_scenarios_numbers_and_a_bank_question(ws, task):
@@ -103,8 +111,14 @@ def test_malformed_input_blocks_with_explanation_and_counts(ws, stdin):
 
 
 def test_missing_workspace_blocks_a_few_times_then_lets_go(tmp_path):
-    payload = json.dumps({"session_id": f"nows-{uuid.uuid4()}", "cwd": str(tmp_path), "hook_event_name": "Stop",
-                          "stop_hook_active": False})
+    payload = json.dumps(
+        {
+            "session_id": f"nows-{uuid.uuid4()}",
+            "cwd": str(tmp_path),
+            "hook_event_name": "Stop",
+            "stop_hook_active": False,
+        }
+    )
     answers = [json.loads(run_quaere("hook", "stop", cwd=tmp_path, stdin=payload).stdout) for _ in range(4)]
     assert [a.get("decision", "allow") for a in answers] == ["block", "block", "block", "allow"]
     assert "not inside a quaere workspace" in answers[0]["reason"]
@@ -120,16 +134,28 @@ def test_broken_ledger_line_is_named_on_stderr(ws, task):
 
 
 def test_post_tool_and_prompt_shapes(ws, task):
-    prompt = {"session_id": "s", "transcript_path": "", "cwd": str(ws.root), "hook_event_name": "UserPromptSubmit",
-              "prompt": "Make it faster."}
+    prompt = {
+        "session_id": "s",
+        "transcript_path": "",
+        "cwd": str(ws.root),
+        "hook_event_name": "UserPromptSubmit",
+        "prompt": "Make it faster.",
+    }
     first = json.loads(run_quaere("hook", "prompt", cwd=ws.root, stdin=json.dumps(prompt)).stdout)
     assert first["hookSpecificOutput"]["hookEventName"] == "UserPromptSubmit"
     assert first["hookSpecificOutput"]["additionalContext"].startswith("Question: ")
     again = run_quaere("hook", "prompt", cwd=ws.root, stdin=json.dumps(prompt))
     assert again.returncode == 0 and again.stdout == ""
-    post = {"session_id": "s", "transcript_path": "", "cwd": str(ws.root), "hook_event_name": "PostToolUse",
-            "tool_name": "Bash", "tool_input": {"command": "ls"}, "tool_response": {"stdout": "kernel.cpp"},
-            "tool_use_id": "toolu_1"}
+    post = {
+        "session_id": "s",
+        "transcript_path": "",
+        "cwd": str(ws.root),
+        "hook_event_name": "PostToolUse",
+        "tool_name": "Bash",
+        "tool_input": {"command": "ls"},
+        "tool_response": {"stdout": "kernel.cpp"},
+        "tool_use_id": "toolu_1",
+    }
     done = run_quaere("hook", "post-tool", cwd=ws.root, stdin=json.dumps(post))
     assert done.returncode == 0 and done.stdout == ""
 
@@ -164,8 +190,12 @@ def test_goal_retime_times_only_the_near_misses_through_the_evaluator(ws, task):
     verdicts = [(s.id, Verdict.PASSED) for s in task.module.correctness_scenarios()]
     ids = [s.id for s in task.module.benchmark_scenarios()]
     benches = [bench(i, 1.0, 0.97 if i == ids[0] else 2.0, 0.1) for i in ids]  # ids[0]: 0.97x +- 0.2
-    append_evaluation(ws.ledger, evaluation(content_hash(ws.candidate), verdicts=verdicts, benchmarks=benches)
-                      .model_copy(update={"task": "cpu_softmax"}))
+    append_evaluation(
+        ws.ledger,
+        evaluation(content_hash(ws.candidate), verdicts=verdicts, benchmarks=benches).model_copy(
+            update={"task": "cpu_softmax"}
+        ),
+    )
     done = run_quaere("goal", "--retime", "--json", cwd=ws.root)
     status = json.loads(done.stdout)
     assert status["retimed"] == [ids[0]], done.stderr

@@ -61,16 +61,16 @@ def _task_copy(tmp_path: Path) -> Path:
     folder = tmp_path / "cpu_softmax"
     shutil.copytree(SHIPPED_TASKS_DIR / "cpu_softmax", folder, ignore=shutil.ignore_patterns("__pycache__"))
     toml = folder / "task.toml"
-    text = re.sub(r'targets = \[.*\]', 'targets = [{ baseline = "initial", ratio = 0.5, scenarios = "*" }]',
-                  toml.read_text())
+    text = re.sub(
+        r"targets = \[.*\]", 'targets = [{ baseline = "initial", ratio = 0.5, scenarios = "*" }]', toml.read_text()
+    )
     assert "ratio = 0.5" in text
     toml.write_text(text)
     return folder
 
 
 def _quaere(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "quaere", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=120)
+    return subprocess.run([sys.executable, "-m", "quaere", *args], cwd=cwd, capture_output=True, text=True, timeout=120)
 
 
 @pytest.fixture
@@ -79,8 +79,9 @@ def workspace(tmp_path):
     ws = create_workspace(tmp_path / "ws", str(task), task / "kernel.cpp")
     (tmp_path / "good.cpp").write_text((task / "kernel.cpp").read_text())
     ws.candidate.write_text(BROKEN_KERNEL)
-    done = _quaere("hooks", "install", "--agent", "claude-code", "--root", str(ws.root), "--max-blocks", "12",
-                   cwd=ws.root)
+    done = _quaere(
+        "hooks", "install", "--agent", "claude-code", "--root", str(ws.root), "--max-blocks", "12", cwd=ws.root
+    )
     assert done.returncode == 0, done.stderr
     settings = json.loads((ws.root / ".claude" / "settings.json").read_text())
     assert settings["env"]["CLAUDE_CODE_STOP_HOOK_BLOCK_CAP"] == "12"
@@ -88,11 +89,24 @@ def workspace(tmp_path):
 
 
 def _run_claude(binary: Path, server: ScriptedAnthropicServer, ws, home: Path) -> subprocess.CompletedProcess:
-    env = dict(os.environ, ANTHROPIC_BASE_URL=server.base_url, ANTHROPIC_API_KEY="test",
-               CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1", IS_SANDBOX="1", HOME=str(home))
+    env = dict(
+        os.environ,
+        ANTHROPIC_BASE_URL=server.base_url,
+        ANTHROPIC_API_KEY="test",
+        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
+        IS_SANDBOX="1",
+        HOME=str(home),
+    )
     env.pop("CLAUDE_CODE_STOP_HOOK_BLOCK_CAP", None)  # the installed settings must provide it
-    command = [str(binary), "-p", "Make the softmax kernel meet the goal.", "--output-format", "stream-json",
-               "--verbose", "--dangerously-skip-permissions"]
+    command = [
+        str(binary),
+        "-p",
+        "Make the softmax kernel meet the goal.",
+        "--output-format",
+        "stream-json",
+        "--verbose",
+        "--dangerously-skip-permissions",
+    ]
     return subprocess.run(command, cwd=ws.root, env=env, capture_output=True, text=True, timeout=420)
 
 

@@ -15,9 +15,9 @@ def _events(response: httpx.Response) -> list[tuple[str, dict]]:
     events, name = [], ""
     for line in response.iter_lines():
         if line.startswith("event: "):
-            name = line[len("event: "):]
+            name = line[len("event: ") :]
         elif line.startswith("data: "):
-            events.append((name, json.loads(line[len("data: "):])))
+            events.append((name, json.loads(line[len("data: ") :])))
     return events
 
 
@@ -28,15 +28,26 @@ def _post(client: httpx.Client, body: dict) -> httpx.Response:
 def test_streams_text_and_tool_use_like_the_api():
     script = [Turn.tool("Bash", {"command": "ls -l"}, text="Looking.")]
     with ScriptedAnthropicServer(script) as server, httpx.Client(base_url=server.base_url) as client:
-        with client.stream("POST", "/v1/messages", json={"model": "m", "stream": True, "tools": TOOLS,
-                                                        "messages": [{"role": "user", "content": "hi"}]}) as r:
+        with client.stream(
+            "POST",
+            "/v1/messages",
+            json={"model": "m", "stream": True, "tools": TOOLS, "messages": [{"role": "user", "content": "hi"}]},
+        ) as r:
             assert r.headers["content-type"].startswith("text/event-stream")
             events = _events(r)
     names = [n for n, _ in events]
-    assert names == ["message_start", "ping",
-                     "content_block_start", "content_block_delta", "content_block_stop",
-                     "content_block_start", "content_block_delta", "content_block_stop",
-                     "message_delta", "message_stop"]
+    assert names == [
+        "message_start",
+        "ping",
+        "content_block_start",
+        "content_block_delta",
+        "content_block_stop",
+        "content_block_start",
+        "content_block_delta",
+        "content_block_stop",
+        "message_delta",
+        "message_stop",
+    ]
     assert all(data["type"] == name for name, data in events)
     assert events[0][1]["message"]["content"] == [] and events[0][1]["message"]["stop_reason"] is None
     text_delta, tool_start, tool_delta = events[3][1], events[5][1], events[6][1]
@@ -51,9 +62,15 @@ def test_json_mode_turn_functions_recording_and_fallback():
     def react(request):
         return Turn.text(f"you said {request.last_user_text()}")
 
-    with ScriptedAnthropicServer([react], fallback=Turn.text("bye")) as server, \
-            httpx.Client(base_url=server.base_url) as client:
-        body = {"model": "m", "tools": TOOLS, "messages": [{"role": "user", "content": [{"type": "text", "text": "ping"}]}]}
+    with (
+        ScriptedAnthropicServer([react], fallback=Turn.text("bye")) as server,
+        httpx.Client(base_url=server.base_url) as client,
+    ):
+        body = {
+            "model": "m",
+            "tools": TOOLS,
+            "messages": [{"role": "user", "content": [{"type": "text", "text": "ping"}]}],
+        }
         first = _post(client, body).json()
         second = _post(client, body).json()
         side = _post(client, {"model": "m", "messages": [{"role": "user", "content": "title?"}]}).json()

@@ -5,10 +5,14 @@ from __future__ import annotations
 import math
 
 from quaere.goal import (
-    GoalState, Shortfall, check_goal, check_goal_with_retime, near_misses, render_goal,
+    GoalState,
+    Shortfall,
+    check_goal,
+    check_goal_with_retime,
+    near_misses,
+    render_goal,
 )
 from quaere.records import TimingStatus, Verdict
-
 from tests.hooks.factories import bench, evaluation, spec, timing
 
 
@@ -46,12 +50,17 @@ def test_per_scenario_never_an_average():
 
 
 def test_failing_correctness_listed_with_verdict_and_detail():
-    ev = evaluation("h1", verdicts=[("c1", Verdict.PASSED), ("c2", Verdict.WRONG), ("c3", Verdict.NONFINITE)],
-                    benchmarks=[bench("b1", 1.0, 2.0)])
+    ev = evaluation(
+        "h1",
+        verdicts=[("c1", Verdict.PASSED), ("c2", Verdict.WRONG), ("c3", Verdict.NONFINITE)],
+        benchmarks=[bench("b1", 1.0, 2.0)],
+    )
     status = check_goal(spec(), [ev], "h1")
     assert status.state is GoalState.UNMET
     assert [(f.scenario_id, f.verdict) for f in status.failing_scenarios] == [
-        ("c2", Verdict.WRONG), ("c3", Verdict.NONFINITE)]
+        ("c2", Verdict.WRONG),
+        ("c3", Verdict.NONFINITE),
+    ]
     assert "c2: wrong: c2 is off" in render_goal(status)
 
 

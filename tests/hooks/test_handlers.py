@@ -13,7 +13,6 @@ from quaere.hooks import HookDeps, broken_answer, handle_post_tool, handle_promp
 from quaere.records import Moment, Verdict
 from quaere.trace import read_trace
 from quaere.workspace import content_hash, create_workspace
-
 from tests.hooks.factories import bench, evaluation, spec
 from tests.hooks.fakes import FixedMoments, FixedQuestions
 
@@ -39,19 +38,37 @@ def deps_for(ws, moments=(), agent=Agent.CLAUDE_CODE, **kw):
         ledger = read_ledger(ws.ledger)
         return ledger.evaluations, ledger.problems
 
-    return HookDeps(workspace=ws, spec=spec(), questions=FixedQuestions(), moments=FixedMoments(moments),
-                    read_evaluations=read, clock=kw.pop("clock", Clock()), agent=agent, **kw)
+    return HookDeps(
+        workspace=ws,
+        spec=spec(),
+        questions=FixedQuestions(),
+        moments=FixedMoments(moments),
+        read_evaluations=read,
+        clock=kw.pop("clock", Clock()),
+        agent=agent,
+        **kw,
+    )
 
 
 def stop_payload(session="s1", active=False, last="I think this is optimal."):
-    return {"session_id": session, "transcript_path": "/tmp/t.jsonl", "cwd": "/x", "hook_event_name": "Stop",
-            "stop_hook_active": active, "last_assistant_message": last}
+    return {
+        "session_id": session,
+        "transcript_path": "/tmp/t.jsonl",
+        "cwd": "/x",
+        "hook_event_name": "Stop",
+        "stop_hook_active": active,
+        "last_assistant_message": last,
+    }
 
 
 def add_eval(ws, ok=True, **kw):
     verdicts = [("c1", Verdict.PASSED), ("c2", Verdict.PASSED if ok else Verdict.WRONG)]
-    ev = evaluation(content_hash(ws.candidate), verdicts=verdicts,
-                    benchmarks=[bench("b1", 1.0, 2.0), bench("b2", 1.0, 2.0 if ok else 1.1)], **kw)
+    ev = evaluation(
+        content_hash(ws.candidate),
+        verdicts=verdicts,
+        benchmarks=[bench("b1", 1.0, 2.0), bench("b2", 1.0, 2.0 if ok else 1.1)],
+        **kw,
+    )
     append_evaluation(ws.ledger, ev)
 
 
@@ -147,15 +164,23 @@ def test_prompt_asks_campaign_start_once(ws):
     payload = {"session_id": "s1", "hook_event_name": "UserPromptSubmit", "prompt": "optimize", "cwd": "/x"}
     first = handle_prompt(payload, deps)
     assert first.output["hookSpecificOutput"] == {
-        "hookEventName": "UserPromptSubmit", "additionalContext": "Question: Q1 for campaign_start?"}
+        "hookEventName": "UserPromptSubmit",
+        "additionalContext": "Question: Q1 for campaign_start?",
+    }
     assert handle_prompt(payload, deps).output is None
     assert [e.moment for e in events(ws, "question")] == [Moment.CAMPAIGN_START]
 
 
 def post_payload(command="quaere eval"):
-    return {"session_id": "s1", "hook_event_name": "PostToolUse", "tool_name": "Bash", "cwd": "/x",
-            "tool_input": {"command": command}, "tool_response": {"stdout": "table", "stderr": ""},
-            "tool_use_id": "toolu_1"}
+    return {
+        "session_id": "s1",
+        "hook_event_name": "PostToolUse",
+        "tool_name": "Bash",
+        "cwd": "/x",
+        "tool_input": {"command": command},
+        "tool_response": {"stdout": "table", "stderr": ""},
+        "tool_use_id": "toolu_1",
+    }
 
 
 def test_post_tool_asks_after_an_evaluation_when_a_moment_holds(ws):
@@ -195,8 +220,15 @@ def test_post_tool_records_the_models_words_from_the_transcript(ws, tmp_path):
     transcript = tmp_path / "t.jsonl"
     lines = [
         {"type": "user", "message": {"role": "user", "content": "go"}},
-        {"type": "assistant", "message": {"content": [{"type": "text", "text": "The c2 failure is only rounding."},
-                                                       {"type": "tool_use", "name": "Bash", "input": {}}]}},
+        {
+            "type": "assistant",
+            "message": {
+                "content": [
+                    {"type": "text", "text": "The c2 failure is only rounding."},
+                    {"type": "tool_use", "name": "Bash", "input": {}},
+                ]
+            },
+        },
     ]
     transcript.write_text("".join(json.dumps(line) + "\n" for line in lines) + '{"type": "assist')  # torn tail
     payload = dict(post_payload("ls"), transcript_path=str(transcript))
@@ -208,8 +240,13 @@ def test_post_tool_records_the_models_words_from_the_transcript(ws, tmp_path):
 
 
 def test_post_tool_asks_an_explained_failure_after_any_tool(ws):
-    deps = deps_for(ws, moments=[(Moment.EXPLAINED_FAILURE, "c2 failed; the agent said 'rounding'"),
-                                 (Moment.PLATEAU, "6 evaluations without a new best")])
+    deps = deps_for(
+        ws,
+        moments=[
+            (Moment.EXPLAINED_FAILURE, "c2 failed; the agent said 'rounding'"),
+            (Moment.PLATEAU, "6 evaluations without a new best"),
+        ],
+    )
     failure = dict(post_payload("ls"), hook_event_name="PostToolUseFailure", error="Exit code 1")
     failure.pop("tool_response")
     answer = handle_post_tool(failure, deps)

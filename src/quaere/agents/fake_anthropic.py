@@ -239,8 +239,12 @@ class _Handler(BaseHTTPRequestHandler):
             else:
                 opening = {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}
                 delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
-            self.wfile.write(_sse("content_block_start", {"type": "content_block_start", "index": index, "content_block": opening}))
-            self.wfile.write(_sse("content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta}))
+            self.wfile.write(
+                _sse("content_block_start", {"type": "content_block_start", "index": index, "content_block": opening})
+            )
+            self.wfile.write(
+                _sse("content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta})
+            )
             self.wfile.write(_sse("content_block_stop", {"type": "content_block_stop", "index": index}))
         end = {"stop_reason": message["stop_reason"], "stop_sequence": None}
         usage = {"output_tokens": message["usage"]["output_tokens"]}
@@ -272,10 +276,17 @@ class _Handler(BaseHTTPRequestHandler):
         self._record(agent_turn_check=False)
         route = self.path.split("?")[0].rstrip("/")
         if route.endswith("/v1/models"):
-            model = {"type": "model", "id": self.state.model, "display_name": "Fake", "created_at": "2026-01-01T00:00:00Z"}
+            model = {
+                "type": "model",
+                "id": self.state.model,
+                "display_name": "Fake",
+                "created_at": "2026-01-01T00:00:00Z",
+            }
             self._json(200, {"data": [model], "has_more": False, "first_id": model["id"], "last_id": model["id"]})
             return
-        self._json(200, {"ok": True}) if route in ("", "/") else self._error(404, "not_found_error", f"no route GET {route}")
+        self._json(200, {"ok": True}) if route in ("", "/") else self._error(
+            404, "not_found_error", f"no route GET {route}"
+        )
 
     def do_HEAD(self) -> None:  # noqa: N802
         self._record(agent_turn_check=False)

@@ -108,7 +108,11 @@ def hook(
         workspace = open_workspace(_project_dir(payload))
         state_dir = workspace.state
         deps = build_deps(workspace, agent, retime=retime)
-        handler = {"stop": handlers.handle_stop, "post-tool": handlers.handle_post_tool, "prompt": handlers.handle_prompt}
+        handler = {
+            "stop": handlers.handle_stop,
+            "post-tool": handlers.handle_post_tool,
+            "prompt": handlers.handle_prompt,
+        }
         _emit(handler[event](payload, deps))
     except typer.Exit:
         raise
@@ -130,12 +134,21 @@ def _broken(event: str, message: str, agent: Agent, state_dir: Path | None, payl
 
 def hooks_install(
     agent: Agent = typer.Option(..., "--agent", help="claude-code, codex or openhands"),
-    uninstall: bool = typer.Option(False, "--uninstall", help="Remove quaere's entries and restore what install changed."),
-    max_blocks: int = typer.Option(DEFAULT_MAX_BLOCKS, "--max-blocks", min=1, help="Stop attempts blocked per campaign."),
-    max_sessions: int | None = typer.Option(None, "--max-sessions", min=1, help="Agent sessions before stops go through."),
+    uninstall: bool = typer.Option(
+        False, "--uninstall", help="Remove quaere's entries and restore what install changed."
+    ),
+    max_blocks: int = typer.Option(
+        DEFAULT_MAX_BLOCKS, "--max-blocks", min=1, help="Stop attempts blocked per campaign."
+    ),
+    max_sessions: int | None = typer.Option(
+        None, "--max-sessions", min=1, help="Agent sessions before stops go through."
+    ),
     max_wall_s: float | None = typer.Option(None, "--max-wall-s", min=1, help="Seconds before stops go through."),
-    root: Path | None = typer.Option(None, "--root", help="Project folder; default: the workspace root above the "
-                                     "current folder, else the current folder."),
+    root: Path | None = typer.Option(
+        None,
+        "--root",
+        help="Project folder; default: the workspace root above the current folder, else the current folder.",
+    ),
 ) -> None:
     """Write (or remove) the agent's project-level hook settings, merged with what is there."""
     if root is None:
