@@ -24,6 +24,12 @@ from quaere.agents.base import EndReason, HookSet, SessionLimits, SessionOutcome
 from quaere.agents.config import ClaudeSettings
 from quaere.trace import AgentMessage, ToolCall, ToolResult, cut, redact
 
+# Claude Code's own system prompt, with the campaign's terms added (the opening message restates the task).
+SYSTEM_APPEND = (
+    "You are working alone, without a person to answer you, on making a GPU kernel faster in this folder. "
+    "`quaere eval` builds, checks and times the candidate: it is the only judge of correctness and speed. "
+    "When you believe the goal is met, stop; quaere checks the goal and tells you what is still missing."
+)
 CATCH_UP_S = 3.0  # how long a hook waits for the stream reader to record the message it follows
 
 
@@ -153,6 +159,7 @@ class ClaudeAgent:
             permission_mode=self.settings.permission_mode,
             allowed_tools=list(self.settings.allowed_tools),
             cwd=str(workspace),
+            system_prompt={"type": "preset", "preset": "claude_code", "append": SYSTEM_APPEND},
             env=env,
             hooks=_hook_map(state, self.settings),  # type: ignore[arg-type]
             setting_sources=[],
