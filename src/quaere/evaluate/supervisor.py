@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Self
 
+from pydantic import ValidationError
+
 from quaere.records import Scenario, ScenarioVerdict, Timing, TimingStatus, Verdict
 
 STDERR_TAIL_BYTES = 3000
@@ -215,7 +217,10 @@ class Supervisor:
             oom = bool(reply.get("out_of_memory"))
             return verdict(Verdict.OUT_OF_MEMORY if oom else Verdict.HARNESS_ERROR,
                            f"{reply.get('error')}\n{reply.get('traceback', '')}".strip())
-        result = ScenarioVerdict.model_validate(reply["verdict"])
+        try:
+            result = ScenarioVerdict.model_validate(reply["verdict"])
+        except (KeyError, ValidationError) as exc:
+            return verdict(Verdict.HARNESS_ERROR, f"unreadable reply from the worker: {exc}")
         return result.model_copy(update={"duration_s": time.monotonic() - started})
 
     def time(self, message: dict, impls: tuple[str, ...], timeout_s: float) -> list[Timing]:
@@ -225,7 +230,11 @@ class Supervisor:
         except WorkerLost as lost:
             return [Timing(impl=i, status=TimingStatus.FAILED, detail=f"{lost.verdict.value}: {lost.detail}") for i in impls]
         if reply.get("fault") or not reply.get("ok"):
-            detail = reply["verdict"]["detail"] if reply.get("fault") else str(reply.get("error"))
+            fault = reply.get("verdict") if isinstance(reply.get("verdict"), dict) else {}
+            detail = str(fault.get("detail", "worker fault")) if reply.get("fault") else str(reply.get("error"))
             return [Timing(impl=i, status=TimingStatus.FAILED, detail=detail) for i in impls]
-        self.clock_note = reply.get("clock_note", "") or self.clock_note
-        return [Timing.model_validate(t) for t in reply["timings"]]
+        self.clock_note = str(reply.get("clock_note", "") or self.clock_note)
+        try:
+            return [Timing.model_validate(t) for t in reply["timings"]]
+        except (KeyError, TypeError, ValidationError) as exc:
+            return [Timing(impl=i, status=TimingStatus.FAILED, detail=f"unreadable reply: {exc}") for i in impls]
