@@ -1,9 +1,9 @@
-"""What the hook commands answer, in each agent's dialect, and the safe answer when nothing can be judged.
+"""Each agent's hook dialect: its payload keys mapped to Claude Code's, and the answers it understands.
 
 Claude Code and Codex block a stop with ``{"decision": "block", "reason": ...}`` on exit 0; OpenHands with
 exit code 2 (and ``"decision": "deny"``). Extra context goes in ``hookSpecificOutput.additionalContext``
 (OpenHands reads a top-level ``additionalContext``). An allowed stop carries a ``systemMessage`` for the
-person watching.
+person watching. Also the safe answer when nothing can be judged.
 """
 
 from __future__ import annotations
@@ -29,6 +29,25 @@ class HookAnswer:
     exit_code: int = 0
     stderr: str = ""
     decision: Literal["block", "allow", "none"] = "none"
+
+
+# OpenHands' HookEvent (openhands.sdk.hooks.types) names: event_type, working_dir, tool_output, message.
+_OPENHANDS_KEYS = (("event_type", "hook_event_name"), ("working_dir", "cwd"), ("tool_output", "tool_response"))
+
+
+def normalize_payload(payload: dict[str, Any]) -> dict[str, Any]:
+    """The payload with Claude Code's key names (what Claude Code and Codex send is returned as is)."""
+    out = dict(payload)
+    for theirs, ours in _OPENHANDS_KEYS:
+        if theirs in out and ours not in out:
+            out[ours] = out[theirs]
+    message = out.get("message")
+    if isinstance(message, str):
+        if out.get("hook_event_name") == "Stop":
+            out.setdefault("last_assistant_message", message)
+        elif out.get("hook_event_name") == "UserPromptSubmit":
+            out.setdefault("prompt", message)
+    return out
 
 
 # -- answers in each agent's dialect --------------------------------------------------------------------

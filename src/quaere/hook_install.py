@@ -12,8 +12,10 @@ Formats, as read on 2026-11-30:
   new project hooks before they run, and versions before hooks became default need
   ``[features] codex_hooks = true`` in ``.codex/config.toml``.
 * OpenHands: ``.openhands/hooks.json``, Claude Code's shape (PascalCase events under ``hooks``; source:
-  docs.openhands.dev "Hooks" and the SDK's ``HookConfig``). A Stop hook blocks with exit code 2; the hook
-  command is told ``--agent openhands`` so it answers that way. Not run against a real OpenHands here.
+  docs.openhands.dev "Hooks" and the SDK's ``HookConfig``, which rejects unknown event names). A Stop hook
+  blocks with exit code 2; the hook command is told ``--agent openhands`` so it answers that way, and its
+  payload keys (``event_type``, ``working_dir``, ``message``) are mapped to Claude Code's. Not run against a
+  real OpenHands here: whether it feeds ``additionalContext`` of PostToolUse back to the model is unconfirmed.
 
 Our entries are recognised by their command (``... quaere hook <event> --agent <name>``), so a user's
 own entries are never touched. What install changed is recorded in ``.quaere/hooks.json`` and uninstall

@@ -204,3 +204,16 @@ def test_goal_retime_times_only_the_near_misses_through_the_evaluator(ws, task):
     fresh = read_ledger(ws.ledger).evaluations[-1]
     assert fresh.correctness == () and [b.scenario_id for b in fresh.benchmarks] == [ids[0]]
     assert done.returncode == (0 if status["state"] == "met" else 1)
+
+
+def test_openhands_payload_and_answer(ws, task):
+    """OpenHands sends its HookEvent (event_type, working_dir, message) and blocks a stop on exit code 2."""
+    record(ws, task, failing={"r7-c13"})
+    payload = {"event_type": "Stop", "working_dir": str(ws.root), "session_id": "oh-1", "message": "All done.",
+               "tool_name": None, "tool_input": None, "tool_output": None, "metadata": {}}
+    done = run_quaere("hook", "stop", "--agent", "openhands", cwd="/", stdin=json.dumps(payload))
+    assert done.returncode == 2
+    answer = json.loads(done.stdout)
+    assert answer["decision"] == "deny" and "r7-c13: wrong" in answer["reason"]
+    attempts = [e for e in read_trace(ws.trace).events if e.type == "stop_attempt"]
+    assert attempts[-1].last_message == "All done."

@@ -17,6 +17,7 @@ from typing import Any
 
 import typer
 
+from quaere.hook_answers import normalize_payload
 from quaere.hook_install import Agent, InstallError, install_hooks, uninstall_hooks
 from quaere.hook_state import DEFAULT_MAX_BLOCKS, HookBudget, HookStateError
 from quaere.task.spec import TaskError
@@ -63,7 +64,7 @@ def _read_payload() -> tuple[dict[str, Any] | None, str]:
         return None, f"the hook input is not JSON ({exc}): {raw[:120]!r}"
     if not isinstance(payload, dict):
         return None, f"the hook input is a JSON {type(payload).__name__}, expected an object"
-    return payload, ""
+    return normalize_payload(payload), ""
 
 
 def _project_dir(payload: dict[str, Any] | None) -> Path:
