@@ -217,3 +217,15 @@ def test_openhands_payload_and_answer(ws, task):
     assert answer["decision"] == "deny" and "r7-c13: wrong" in answer["reason"]
     attempts = [e for e in read_trace(ws.trace).events if e.type == "stop_attempt"]
     assert attempts[-1].last_message == "All done."
+
+
+def test_codex_stop_payload_blocks_on_exit_0(ws, task):
+    """Codex's Stop input (its schema: turn_id, model, nullable transcript_path) and its block answer."""
+    record(ws, task, failing={"r7-c13"})
+    payload = {"session_id": "cx-1", "turn_id": "t1", "model": "gpt-5", "cwd": str(ws.root), "hook_event_name": "Stop",
+               "permission_mode": "default", "stop_hook_active": False, "transcript_path": None,
+               "last_assistant_message": None}
+    done = run_quaere("hook", "stop", "--agent", "codex", cwd="/", stdin=json.dumps(payload))
+    assert done.returncode == 0
+    answer = json.loads(done.stdout)
+    assert set(answer) == {"decision", "reason"} and answer["decision"] == "block"  # Codex admits no other keys here
