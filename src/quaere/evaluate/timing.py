@@ -54,7 +54,7 @@ class Impl:
 
 
 class CpuClock:
-    """``perf_counter_ns`` around the call; flush by writing a buffer twice the last-level cache."""
+    """``perf_counter_ns`` around the call; flush by writing a buffer of twice the last-level cache (capped)."""
 
     def __init__(self, flush: bool) -> None:
         import numpy
@@ -75,7 +75,11 @@ class CpuClock:
 
 
 def _cpu_flush_bytes() -> int:
-    """Twice the largest cache of cpu0, from sysfs; 64 MiB when it cannot be read."""
+    """Twice the largest cache of cpu0 (from sysfs), at most 64 MiB; 64 MiB when it cannot be read.
+
+    The cap: a server's shared L3 can exceed 100 MiB, and sweeping twice that before every repetition
+    would cost more than the kernels of a CPU task, whose data fit in far less.
+    """
     largest = 0
     for size_file in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*/size"):
         text = size_file.read_text().strip().upper()
@@ -85,7 +89,7 @@ def _cpu_flush_bytes() -> int:
         except (ValueError, IndexError):
             continue
         largest = max(largest, value)
-    return 2 * largest if largest else DEFAULT_CPU_FLUSH_BYTES
+    return min(2 * largest, DEFAULT_CPU_FLUSH_BYTES) if largest else DEFAULT_CPU_FLUSH_BYTES
 
 
 class CudaClock:
