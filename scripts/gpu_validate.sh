@@ -17,7 +17,7 @@ else
 fi
 export PYTHONUNBUFFERED=1
 Q="python3 -m quaere"
-steps=${STEPS:-"initial initial2 kernel adversarial pytest"}
+steps=${STEPS:-"initial kernel pytest"}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$OUT/gpu.txt"
 for step in $steps; do
   start=$(date +%s.%N)
@@ -38,7 +38,7 @@ led = read_ledger(Path(".quaere/ledger.jsonl"))
 print(f"ledger: {len(led.evaluations)} records, problems: {list(led.problems)}")
 PY
       ;;
-    pytest) python3 -m pytest -m gpu -q -p no:cacheprovider tests 2>&1 | tail -15 ;;
+    pytest) python3 -m pytest -m gpu -q -s -p no:cacheprovider tests -k "${PYTEST_K:-not initial_kernel_passes}" 2>&1 | tee "$OUT/pytest-gpu.log" | tail -40 ;;
   esac
   echo "step $step: rc $? wall $(python3 -c "import time;print(round(time.time()-$start,1))") s"
 done
