@@ -15,7 +15,7 @@ from quaere.records import Verdict
 from quaere.task.loader import load_task
 from quaere.trace import read_trace
 from quaere.workspace import content_hash, create_workspace
-from tests.hooks.factories import bench, evaluation
+from .factories import bench, evaluation
 
 
 def run_quaere(*args, cwd, stdin=""):

@@ -13,7 +13,7 @@ from quaere.goal import (
     render_goal,
 )
 from quaere.records import TimingStatus, Verdict
-from tests.hooks.factories import bench, evaluation, spec, timing
+from .factories import bench, evaluation, spec, timing
 
 
 def test_no_evaluation():

@@ -13,8 +13,8 @@ from quaere.hooks import HookDeps, broken_answer, handle_post_tool, handle_promp
 from quaere.records import Moment, Verdict
 from quaere.trace import read_trace
 from quaere.workspace import content_hash, create_workspace
-from tests.hooks.factories import bench, evaluation, spec
-from tests.hooks.fakes import FixedMoments, FixedQuestions
+from .factories import bench, evaluation, spec
+from .fakes import FixedMoments, FixedQuestions
 
 
 class Clock:
