@@ -15,6 +15,7 @@ from quaere.records import Verdict
 from quaere.task.loader import load_task
 from quaere.trace import read_trace
 from quaere.workspace import content_hash, create_workspace
+
 from .factories import bench, evaluation
 
 

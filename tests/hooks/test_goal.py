@@ -13,6 +13,7 @@ from quaere.goal import (
     render_goal,
 )
 from quaere.records import TimingStatus, Verdict
+
 from .factories import bench, evaluation, spec, timing
 
 

@@ -9,10 +9,17 @@ import pytest
 from quaere.evaluate.ledger import append_evaluation, read_ledger
 from quaere.hook_install import Agent
 from quaere.hook_state import HookBudget, read_state, update_state
-from quaere.hooks import HookDeps, broken_answer, handle_post_tool, handle_prompt, handle_stop
+from quaere.hooks import (
+    HookDeps,
+    broken_answer,
+    handle_post_tool,
+    handle_prompt,
+    handle_stop,
+)
 from quaere.records import Moment, Verdict
 from quaere.trace import read_trace
 from quaere.workspace import content_hash, create_workspace
+
 from .factories import bench, evaluation, spec
 from .fakes import FixedMoments, FixedQuestions
 

@@ -6,7 +6,14 @@ import json
 
 import pytest
 
-from quaere.hook_install import BLOCK_CAP_ENV, Agent, InstallError, install_hooks, is_ours, uninstall_hooks
+from quaere.hook_install import (
+    BLOCK_CAP_ENV,
+    Agent,
+    InstallError,
+    install_hooks,
+    is_ours,
+    uninstall_hooks,
+)
 from quaere.hook_state import HookBudget, read_state
 
 USER_SETTINGS = """{
