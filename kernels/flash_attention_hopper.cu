@@ -1,17 +1,22 @@
 // FlashAttention forward for Hopper (sm_90a): one file, no CUTLASS/CuTe/cuBLAS/cuDNN.
 //
-// Structure (one CTA = one 128-row query tile of one (batch, head)):
-//   warpgroup 0  : producer. One thread issues TMA loads (cp.async.bulk.tensor.4d, 128B swizzle)
-//                  of Q once and of K/V tiles into a STAGES-deep ring, completing on mbarriers.
-//   warpgroups 1,2: consumers, 64 query rows each. S = Q K^T with wgmma (both operands in shared
-//                  memory), online softmax in registers (exp2, scale folded in), P converted to
-//                  bf16 in registers and O += P V with wgmma's register-A form, V read MN-major
-//                  (transposed B). The next tile's S GEMM is issued before this tile's P V GEMM
-//                  so that softmax overlaps the tensor cores (intra-warpgroup overlap).
+// Persistent kernel, one CTA per SM; a CTA works on 64*NWG-row query tiles of one (batch, head):
+//   warpgroup 0      : producer. One thread takes tiles from a global atomic counter (heaviest
+//                      first, heads grouped so their K/V stay in L2), publishes the tile id in
+//                      shared memory and issues TMA loads (cp.async.bulk.tensor.4d, 128B swizzle)
+//                      of Q and of K/V tiles into a STAGES-deep ring, completing on mbarriers.
+//   warpgroups 1..NWG: consumers, 64 query rows each. S = Q K^T with wgmma (both operands in
+//                      shared memory), online softmax in registers (exp2, scale folded in, O only
+//                      rescaled when a row max grows by more than 2^8), P converted to bf16 in
+//                      registers and O += P V with wgmma's register-A form, V read MN-major
+//                      (transposed B). The next tile's S GEMM is issued before this tile's P V GEMM
+//                      so that softmax overlaps the tensor cores (intra-warpgroup overlap).
 // KV tiles are visited from the last to the first, so the tiles that need masking (sequence tail,
-// causal diagonal) come first and the rest run without mask arithmetic.
+// causal diagonal) come first and the rest run without mask arithmetic. Rows past the sequence end
+// are zero-filled by the copy engine and never stored.
 // Layout contract (issue 3): q [B,Sq,Hq,D], k/v [B,Sk,Hkv,D], o [B,Sq,Hq,D] bf16 contiguous;
 // lse fp32 [B,Hq,Sq]; causal aligned bottom-right; fully masked rows give o = 0, lse = -inf.
+// The FAH_* macros select tile shapes; their defaults are the measured best (docs/perf.md).
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <cuda_bf16.h>
@@ -30,8 +35,14 @@
 #ifndef FAH_BN128  // KV tile width for head dim 128
 #define FAH_BN128 128
 #endif
+#ifndef FAH_NWG64  // consumer warpgroups (64 query rows each) for head dim 64
+#define FAH_NWG64 3
+#endif
+#ifndef FAH_BN64
+#define FAH_BN64 128
+#endif
 #ifndef FAH_BN256  // KV tile width for head dim 256
-#define FAH_BN256 64
+#define FAH_BN256 80
 #endif
 #ifndef FAH_PP256
 #define FAH_PP256 0
@@ -199,12 +210,11 @@ struct Params {
   float scale, scale_log2;
 };
 
-constexpr int kBM = 128;       // query rows per CTA (two consumer warpgroups of 64)
-constexpr int kThreads = 384;  // producer warpgroup + two consumer warpgroups
-
-template <int D, int BN, int STAGES>
+// A CTA has one producer warpgroup and NWG consumer warpgroups of 64 query rows each.
+template <int D, int BN, int STAGES, int NWG>
 struct Layout {
-  static constexpr int Q_BYTES = kBM * D * 2;
+  static constexpr int BM = 64 * NWG;
+  static constexpr int Q_BYTES = BM * D * 2;
   static constexpr int KV_BYTES = BN * D * 2;  // one K (or V) stage
   static constexpr int BAR_OFF = Q_BYTES + 2 * STAGES * KV_BYTES;
   static constexpr int SMEM = BAR_OFF + 8 * (3 + 4 * STAGES) + 1024;  // + tile-id slot  // + alignment slack
@@ -267,12 +277,14 @@ __device__ __forceinline__ bool softmax_tile(float* s, float& m0, float& m1, flo
   return grow;
 }
 
-template <int D, int BN, int STAGES, bool PINGPONG>
-__global__ void __launch_bounds__(kThreads, 1)
+template <int D, int BN, int STAGES, int NWG, bool PINGPONG>
+__global__ void __launch_bounds__(128 * (NWG + 1), 1)
     fa_fwd_kernel(const __grid_constant__ CUtensorMap tmQ, const __grid_constant__ CUtensorMap tmK,
                   const __grid_constant__ CUtensorMap tmV, const Params p) {
-  using L = Layout<D, BN, STAGES>;
+  using L = Layout<D, BN, STAGES, NWG>;
+  constexpr int kBM = L::BM;
   constexpr int DC = D / 64;  // 64-column (128-byte) blocks per row
+  static_assert(!PINGPONG || NWG == 2, "ping-pong is written for two consumer warpgroups");
   extern __shared__ uint8_t smem_raw[];
   const uint32_t raw = smem_u32(smem_raw);
   const uint32_t sQ = (raw + 1023) & ~1023u;  // 128B-swizzle atoms need 1024-byte alignment
@@ -316,12 +328,12 @@ __global__ void __launch_bounds__(kThreads, 1)
     mbar_init(barQ, 1);
     // Consumers release a buffer once per warpgroup (one thread, after its wgmma wait: the
     // warpgroup's MMA has then finished reading shared memory).
-    mbar_init(barQEmpty, 2);
+    mbar_init(barQEmpty, NWG);
     for (int s = 0; s < STAGES; ++s) {
       mbar_init(barFullK(s), 1);
       mbar_init(barFullV(s), 1);
-      mbar_init(barEmptyK(s), 2);
-      mbar_init(barEmptyV(s), 2);
+      mbar_init(barEmptyK(s), NWG);
+      mbar_init(barEmptyV(s), NWG);
     }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
@@ -330,7 +342,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 
   if (wg == 0) {
     // Register split: the producer needs few; head dim 256 needs 240 per consumer thread for O.
-    if (D == 256) asm volatile("setmaxnreg.dec.sync.aligned.u32 24;\n");
+    if (D == 256 || NWG == 3) asm volatile("setmaxnreg.dec.sync.aligned.u32 24;\n");
     else asm volatile("setmaxnreg.dec.sync.aligned.u32 32;\n");
     if (tid == 0) {
       // Dynamic schedule: the first tile is blockIdx.x, later ones come from a global counter, so
@@ -385,7 +397,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     return;
   }
 
-  if (D == 256) asm volatile("setmaxnreg.inc.sync.aligned.u32 240;\n");
+  if (NWG == 3) asm volatile("setmaxnreg.inc.sync.aligned.u32 160;\n");
+  else if (D == 256) asm volatile("setmaxnreg.inc.sync.aligned.u32 240;\n");
   else asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
   const int cw = wg - 1;
   const int t128 = tid % 128, warp = t128 / 32, lane = t128 % 32;
@@ -579,17 +592,18 @@ static int num_sms() {
   return n;
 }
 
-template <int D, int BN, int STAGES, bool PINGPONG>
+template <int D, int BN, int STAGES, int NWG, bool PINGPONG>
 static int launch(const void* q, const void* k, const void* v, void* o, float* lse, int batch, int sq, int sk,
                   int hq, int hkv, float scale, int causal, cudaStream_t stream) {
-  using L = Layout<D, BN, STAGES>;
+  using L = Layout<D, BN, STAGES, NWG>;
+  constexpr int kBM = L::BM;
   CUtensorMap mq, mk, mv;
   if (!make_map(&mq, q, D, hq, sq, batch, kBM) || !make_map(&mk, k, D, hkv, sk, batch, BN) ||
       !make_map(&mv, v, D, hkv, sk, batch, BN))
     return 4;
   static bool attr_set = false;
   if (!attr_set) {
-    if (cudaFuncSetAttribute(fa_fwd_kernel<D, BN, STAGES, PINGPONG>, cudaFuncAttributeMaxDynamicSharedMemorySize, L::SMEM) !=
+    if (cudaFuncSetAttribute(fa_fwd_kernel<D, BN, STAGES, NWG, PINGPONG>, cudaFuncAttributeMaxDynamicSharedMemorySize, L::SMEM) !=
         cudaSuccess)
       return 5;
     attr_set = true;
@@ -614,7 +628,7 @@ static int launch(const void* q, const void* k, const void* v, void* o, float* l
   p.scale_log2 = scale * 1.4426950408889634f;
   const int64_t tiles = (int64_t)batch * hq * p.num_m_blocks;
   const int grid = (int)(tiles < num_sms() ? tiles : num_sms());
-  fa_fwd_kernel<D, BN, STAGES, PINGPONG><<<grid, kThreads, L::SMEM, stream>>>(mq, mk, mv, p);
+  fa_fwd_kernel<D, BN, STAGES, NWG, PINGPONG><<<grid, 128 * (NWG + 1), L::SMEM, stream>>>(mq, mk, mv, p);
   return cudaGetLastError() == cudaSuccess ? 0 : 6;
 }
 
@@ -629,13 +643,15 @@ extern "C" int attention_forward(const void* q, const void* k, const void* v, vo
   if (!q || !k || !v || !o || !lse) return 1;
   if (batch <= 0 || seqlen_q <= 0 || seqlen_k <= 0 || heads_q <= 0 || heads_kv <= 0) return 1;
   if (heads_q % heads_kv != 0) return 2;
+  // The running max is taken over raw scores and then scaled: valid for a positive finite scale.
+  if (!(softmax_scale > 0.f) || !isfinite(softmax_scale)) return 2;
   if (((uintptr_t)q | (uintptr_t)k | (uintptr_t)v | (uintptr_t)o) & 15) return 3;  // TMA needs 16 B
-  if ((int64_t)batch * heads_q * ((seqlen_q + fah::kBM - 1) / fah::kBM) > 0x7fffffff) return 1;
+  if ((int64_t)batch * heads_q * ((seqlen_q + 63) / 64) > 0x7fffffff) return 1;
   cudaStream_t s = static_cast<cudaStream_t>(stream);
   switch (head_dim) {
-    case 64: return fah::launch<64, 128, 3, FAH_PP64>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
-    case 128: return fah::launch<128, FAH_BN128, FAH_ST128, FAH_PP128>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
-    case 256: return fah::launch<256, FAH_BN256, 2, FAH_PP256>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
+    case 64: return fah::launch<64, FAH_BN64, 3, FAH_NWG64, FAH_PP64 && FAH_NWG64 == 2>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
+    case 128: return fah::launch<128, FAH_BN128, FAH_ST128, 2, FAH_PP128>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
+    case 256: return fah::launch<256, FAH_BN256, 2, 2, FAH_PP256>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
     default: return 2;
   }
 }
