@@ -287,6 +287,9 @@ def check_goal_with_retime(
     if status.state is not GoalState.UNMET or not retime_ids or hard:
         return status
     fresh = retimer.retime(retime_ids)
+    if fresh.candidate_hash != candidate_hash or not is_timing_only(fresh):
+        why = fresh.note or "no timing came back"
+        return status.model_copy(update={"problems": (*status.problems, f"re-timing did not run: {why}")})
     rechecked = check_goal(spec, [*evaluations, fresh], candidate_hash, **kwargs)
     return rechecked.model_copy(update={"retimed": tuple(retime_ids)})
 

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from quaere.goal import is_timing_only
 from quaere.hook_install import Agent
 from quaere.hooks import HookDeps, PickedQuestion
 from quaere.records import Evaluation, Moment
@@ -74,8 +75,9 @@ class EvaluatorRetimer:
 
         options = EvalOptions(correctness=False, benchmark_ids=frozenset(benchmark_ids))
         evaluation = run_evaluation(self.task, self.workspace.candidate, options)
-        self.workspace.keep_version(self.workspace.candidate)
-        append_evaluation(self.workspace.ledger, evaluation)  # on record like any other evaluation
+        if is_timing_only(evaluation):  # on record like any other evaluation; a run that timed nothing is not
+            self.workspace.keep_version(self.workspace.candidate)
+            append_evaluation(self.workspace.ledger, evaluation)
         return evaluation
 
 

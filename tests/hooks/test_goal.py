@@ -146,3 +146,11 @@ def test_timing_only_run_keeps_correctness_of_full_run():
     retime = evaluation("h1", verdicts=(), benchmarks=[bench("b1", 1.0, 2.0)], created_at=2)
     status = check_goal(spec(), [full, retime], "h1")
     assert status.state is GoalState.UNMET and status.failing_scenarios[0].scenario_id == "c1"
+
+
+def test_a_retime_that_timed_nothing_is_a_problem_not_a_verdict():
+    first = evaluation("h1", benchmarks=[bench("near", 1.0, 1.45, 0.05)], created_at=1)
+    nothing = evaluation("h1", ran=False, created_at=2).model_copy(update={"note": "GPU busy"})
+    status = check_goal_with_retime(spec(), [first], "h1", FakeRetimer(nothing))
+    assert status.state is GoalState.UNMET and status.retimed == ()
+    assert status.problems == ("re-timing did not run: GPU busy",)
