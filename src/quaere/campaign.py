@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from quaere.agents.asking import CampaignQuestions, ConfiguredDetector
 from quaere.agents.base import Agent, EndReason, SessionLimits, SessionOutcome
@@ -40,6 +41,9 @@ from quaere.trace import (
     read_trace,
 )
 from quaere.workspace import Workspace, WorkspaceError, create_workspace, open_workspace
+
+if TYPE_CHECKING:
+    from quaere.questions.sources import QuestionSource
 
 MAX_ERRORS_IN_A_ROW = 3  # sessions failing one after another (an unreachable API): stop, resumable
 
@@ -164,7 +168,7 @@ class _Run:
                 return self.result("error")
 
     def one_session(self, goal_text: str) -> SessionOutcome:
-        session_id = f"quaere-{self.config.agent}-{self.state.sessions_started + 1}"
+        session_id = f"quaere-{self.state.campaign_id}-{self.state.sessions_started + 1}"
         hook_state = update_state(
             self.ws.state, lambda s: s.sessions.append(session_id) if session_id not in s.sessions else None
         )
@@ -276,7 +280,7 @@ def prepare_workspace(config: CampaignConfig, task: Task, resume: bool) -> tuple
 
 
 def hook_deps(
-    config: CampaignConfig, workspace: Workspace, source: object | None, moments: MomentDetector | None
+    config: CampaignConfig, workspace: Workspace, source: QuestionSource | None, moments: MomentDetector | None
 ) -> HookDeps:
     """The hook handlers' dependencies for a campaign: the real ledger and task, ``source`` behind the
     queue of ``quaere ask``, the detectors with the campaign's settings, the campaign's block budget, and
@@ -302,7 +306,7 @@ def hook_deps(
 def run_campaign(
     config: CampaignConfig,
     agent: Agent,
-    source: object | None = None,
+    source: QuestionSource | None = None,
     moments: MomentDetector | None = None,
     *,
     resume: bool = False,

@@ -14,7 +14,7 @@ from quaere.campaign import run_campaign
 from quaere.questions.bank import load_bank
 from quaere.questions.sources import BankSource, Edit, HumanPrompt, HumanSource, OwnText, Pick
 from quaere.records import Moment
-from quaere.trace import BudgetSpent, ErrorEvent, QuestionAsked, SessionEnd, read_trace
+from quaere.trace import BudgetSpent, ErrorEvent, QuestionAsked, SessionEnd, StopDecision, read_trace
 from tests.campaign.story import campaign_config
 
 
@@ -99,3 +99,19 @@ def _context():
     from quaere.questions.sources import TaskContext
 
     return TaskContext(task="quick_softmax")
+
+
+def test_a_broken_hook_state_blocks_safely_then_lets_the_agent_go(tmp_path: Path) -> None:
+    """hooks.json damaged mid-campaign: each stop is refused with the reason (never a crash, never a trap)."""
+    workspace = tmp_path / "ws"
+    damage = f"printf '{{broken' > {workspace / '.quaere' / 'hooks.json'}"
+    agent = ScriptedAgent([Action("bash", damage)] + [Action("stop", "Done.")] * 5)
+    config = campaign_config(workspace, "scripted").model_copy(update={"budgets": Budgets(sessions=1)})
+    run_campaign(config, agent)
+    events = _events(workspace)
+    errors = [e for e in events if isinstance(e, ErrorEvent) and e.where == "hook:stop"]
+    assert len(errors) == 4 and "hooks.json" in errors[0].message  # three blocks, then the stop goes through
+    decisions = [e for e in events if isinstance(e, StopDecision)]
+    assert decisions == []  # the goal was never judged: nothing claims it was
+    ends = [e for e in events if isinstance(e, SessionEnd)]
+    assert [e.reason for e in ends] == ["completed"] and agent.position == 5

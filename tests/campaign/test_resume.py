@@ -39,7 +39,8 @@ def test_killed_campaign_resumes_and_keeps_its_trace_prefix(tmp_path: Path) -> N
     workspace = tmp_path / "ws"
     trace = workspace / ".quaere" / "trace.jsonl"
     replies = [
-        Reply.bash(EVAL),
+        # a wrong kernel first: the initial one, timed against itself on a busy machine, must not meet the goal
+        Reply.bash(f"cp {KERNELS / 'wrong.cpp'} kernel.cpp && {EVAL}"),
         Reply.bash("echo key=$OPENAI_API_KEY", content="Which endpoint am I on?"),  # a secret in a tool output
         Reply.bash(SLOW, content="Let me think for a while."),
         Reply.bash(f"cp {KERNELS / 'fast.cpp'} kernel.cpp && {EVAL}"),

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from quaere.hooks import PickedQuestion
 from quaere.questions.moments import MomentsConfig
+from quaere.questions.sources import QuestionSource, TaskContext
 from quaere.records import Moment
 from quaere.trace import TraceEvent, read_trace
 from quaere.workspace import Workspace
@@ -26,8 +27,8 @@ class CampaignQuestions:
     """
 
     workspace: Workspace
-    source: object  # quaere.questions.sources.QuestionSource
-    context: object  # quaere.questions.sources.TaskContext
+    source: QuestionSource
+    context: TaskContext
 
     def pick(self, moment: Moment, evidence: str) -> PickedQuestion | None:
         from quaere.questions.queue import pop_next
@@ -38,7 +39,7 @@ class CampaignQuestions:
         if chosen is None:
             asked = asked_ids(read_trace(self.workspace.trace).events)
             try:
-                chosen = self.source.choose(moment, self.context, asked, evidence)  # type: ignore[attr-defined]
+                chosen = self.source.choose(moment, self.context, asked, evidence)
             except BankExhausted:
                 return None
         return PickedQuestion(text=chosen.text, source=chosen.source, entry_id=chosen.entry_id, kind=chosen.kind)

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from quaere.agents.base import StopAnswer, ToolAnswer
-from quaere.hooks import HookDeps, handle_post_tool, handle_prompt, handle_stop
-from quaere.trace import BudgetSpent, Event, StopDecision, TraceWriter, read_trace
+from quaere.hooks import HookDeps, broken_answer, handle_post_tool, handle_prompt, handle_stop
+from quaere.trace import BudgetSpent, ErrorEvent, Event, StopDecision, TraceWriter, read_trace
 from quaere.workspace import Workspace, content_hash
 
 
@@ -63,7 +63,11 @@ class SessionHooks:
         self.counters.tool_calls += 1
         keep_evaluated_versions(self.deps.workspace, self.deps.read_evaluations()[0])
         payload = self._payload("PostToolUse", tool_name=tool, tool_input=tool_input, tool_response=output)
-        context = _additional_context(handle_post_tool(payload, self.deps).output)
+        try:
+            context = _additional_context(handle_post_tool(payload, self.deps).output)
+        except Exception as exc:  # noqa: BLE001 - a broken ledger or bank must not end the session: no question
+            self._error("hook:post_tool", exc)
+            context = ""
         spent = self.check_budgets()
         self.on_change()
         if spent:
@@ -72,7 +76,11 @@ class SessionHooks:
 
     def on_stop(self, last_message: str) -> StopAnswer:
         payload = self._payload("Stop", stop_hook_active=self.blocks > 0, last_assistant_message=last_message)
-        answer = handle_stop(payload, self.deps)
+        try:
+            answer = handle_stop(payload, self.deps)
+        except Exception as exc:  # noqa: BLE001 - the hooks' safe answer: block, counted against a small budget
+            self._error("hook:stop", exc)
+            answer = broken_answer("Stop", str(exc), self.deps.agent, self.deps.workspace.state, self.session_id)
         decision = _last_stop_decision(self.deps.workspace.trace)
         self.on_change()
         if answer.decision == "block":
@@ -100,6 +108,9 @@ class SessionHooks:
                 self.writer.write(BudgetSpent(session=self.session, budget=name, limit=float(limit), used=used))
                 return name
         return ""
+
+    def _error(self, where: str, exc: Exception) -> None:
+        self.writer.write(ErrorEvent(session=self.session, where=where, message=f"{type(exc).__name__}: {exc}"))
 
     def _payload(self, event: str, **fields: Any) -> dict[str, Any]:
         workspace = self.deps.workspace

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import uuid
 from enum import Enum
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,9 @@ class CampaignState(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     config: dict[str, Any] = Field(description="CampaignConfig.persistable() of the campaign.")
+    campaign_id: str = Field(
+        default_factory=lambda: uuid.uuid4().hex[:12], description="Names the sessions of this campaign uniquely."
+    )
     status: CampaignStatus = CampaignStatus.RUNNING
     finished_reason: str = Field(default="", description="goal_met, or the name of the budget that ran out.")
     sessions_started: int = Field(default=0, description="Number of the last session started (1-based).")
