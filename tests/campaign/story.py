@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from quaere.agents.config import Budgets, CampaignConfig
+from quaere.campaign import CampaignResult
 from quaere.questions.moments import MomentsConfig, PlateauConfig
 from quaere.records import Moment
 from quaere.trace import QuestionAsked, StopDecision, read_trace
@@ -59,6 +60,35 @@ def campaign_config(workspace: Path, agent: str, **fields: object) -> CampaignCo
         moments=MomentsConfig(plateau=PlateauConfig(evaluations=2)),
         **fields,  # type: ignore[arg-type]
     )
+
+
+STORY_EVENTS = {
+    "session_start",
+    "session_end",
+    "message",
+    "tool_call",
+    "tool_result",
+    "evaluation",
+    "moment",
+    "question",
+    "stop_attempt",
+    "stop_decision",
+}  # every kind the story makes; budget and error events have their own tests (test_budgets_and_sources)
+
+
+def assert_story_told(workspace: Path, result: CampaignResult) -> Path:
+    """The checks every backend's run of the story must pass; returns the trace's path."""
+    trace = workspace / ".quaere" / "trace.jsonl"
+    assert result.reason == "goal_met", trace.read_text()[-3000:]
+    assert result.sessions == 1 and result.tool_calls == 5
+    assert asked_moments(trace) == set(Moment)
+    assert stop_decisions(trace) == [("block", "unmet"), ("allow", "met")]
+    assert STORY_EVENTS <= event_types(trace)
+    # every evaluated version is kept by hash: the initial, the wrong and the fast kernel
+    kept = {p.stem for p in (workspace / ".quaere" / "candidates").iterdir()}
+    evaluated = {e.candidate_hash for e in read_trace(trace).events if e.type == "evaluation"}
+    assert evaluated == kept and len(kept) == 3
+    return trace
 
 
 def asked_moments(trace: Path) -> set[Moment]:

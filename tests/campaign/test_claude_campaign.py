@@ -15,7 +15,7 @@ from quaere.agents.fake_anthropic import ScriptedAnthropicServer, Turn
 from quaere.campaign import run_campaign
 from quaere.records import Moment
 from quaere.trace import QuestionAsked, read_trace
-from tests.campaign.story import asked_moments, campaign_config, event_types, stop_decisions, story
+from tests.campaign.story import assert_story_told, campaign_config, story
 
 
 def _bundled_cli() -> Path | None:
@@ -55,24 +55,8 @@ def test_claude_campaign_reaches_the_goal_through_all_five_moments(tmp_path: Pat
         result = run_campaign(config, ClaudeAgent(settings, config.secret_values(), extra_env=env))
         requests = server.agent_requests
 
-    trace = workspace / ".quaere" / "trace.jsonl"
-    assert result.reason == "goal_met", trace.read_text()[-3000:]
-    assert result.sessions == 1 and result.tool_calls == 5
+    trace = assert_story_told(workspace, result)
     assert result.cost_usd > 0  # Claude Code reports a cost from the usage the server returned
-    assert asked_moments(trace) == set(Moment)
-    assert stop_decisions(trace) == [("block", "unmet"), ("allow", "met")]
-    assert {
-        "session_start",
-        "session_end",
-        "message",
-        "tool_call",
-        "tool_result",
-        "evaluation",
-        "moment",
-        "question",
-        "stop_attempt",
-        "stop_decision",
-    } <= event_types(trace)
     # the hooks' words reached the model in the request right after the event that raised them
     texts = [r.text() for r in requests]
     question = next(

@@ -10,8 +10,7 @@ from quaere.agents.config import OpenAISettings
 from quaere.agents.fake_openai import Reply, ScriptedOpenAIServer, last_user_text
 from quaere.agents.openai_loop import OpenAIAgent
 from quaere.campaign import run_campaign
-from quaere.records import Moment
-from tests.campaign.story import asked_moments, campaign_config, event_types, stop_decisions, story
+from tests.campaign.story import assert_story_told, campaign_config, story
 
 SECRET = "sk-campaign-test-secret-0123456789"
 
@@ -39,22 +38,7 @@ def test_openai_campaign_reaches_the_goal_through_all_five_moments(tmp_path: Pat
         result = run_campaign(config, OpenAIAgent(settings, config.secret_values()))
         requests = server.requests
 
-    assert result.reason == "goal_met" and result.sessions == 1 and result.tool_calls == 5
-    trace = workspace / ".quaere" / "trace.jsonl"
-    assert asked_moments(trace) == set(Moment)
-    assert stop_decisions(trace) == [("block", "unmet"), ("allow", "met")]
-    assert {
-        "session_start",
-        "session_end",
-        "message",
-        "tool_call",
-        "tool_result",
-        "evaluation",
-        "moment",
-        "question",
-        "stop_attempt",
-        "stop_decision",
-    } <= event_types(trace)
+    trace = assert_story_told(workspace, result)
     # what the model was sent: the campaign-start question with the opening, a moment's question after the
     # tool result that raised it, the Stop hook's reason (failing scenarios and a question) after the block
     assert all(r["model"] == "fake-coder" and r["tools"][0]["function"]["name"] == "bash" for r in requests)

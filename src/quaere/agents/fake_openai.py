@@ -14,8 +14,10 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from quaere.agents.local_server import LocalServer
 
 
 @dataclass(frozen=True)
@@ -153,7 +155,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
 
 
-class ScriptedOpenAIServer:
+class ScriptedOpenAIServer(LocalServer):
     """Serves ``script`` on 127.0.0.1; ``base_url`` ends in ``/v1`` as the ``openai`` client expects.
 
     ``requests`` holds every chat-completions body received, in order; when the script runs out,
@@ -162,15 +164,11 @@ class ScriptedOpenAIServer:
 
     def __init__(self, script: Sequence[ReplySource], *, fallback: Reply | None = None) -> None:
         self._state = _State(script=list(script), fallback=fallback or Reply.text("(script exhausted)"))
-        handler = type("_BoundHandler", (_Handler,), {"state": self._state})
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self._server.daemon_threads = True
-        self._thread: threading.Thread | None = None
+        super().__init__(type("_BoundHandler", (_Handler,), {"state": self._state}), "fake-openai")
 
     @property
     def base_url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}/v1"
+        return f"{self.root_url}/v1"
 
     @property
     def requests(self) -> list[dict[str, Any]]:
@@ -181,25 +179,6 @@ class ScriptedOpenAIServer:
     def replies_played(self) -> int:
         with self._state.lock:
             return self._state.position
-
-    def start(self) -> ScriptedOpenAIServer:
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._server.serve_forever, name="fake-openai", daemon=True)
-            self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        if self._thread is not None:
-            self._server.shutdown()
-            self._thread.join(timeout=5)
-            self._thread = None
-        self._server.server_close()
-
-    def __enter__(self) -> ScriptedOpenAIServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
 
 def last_user_text(body: dict[str, Any]) -> str:
