@@ -7,7 +7,7 @@ and the CLI stays a parser. Heavy or optional parts are imported inside the func
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -92,7 +92,7 @@ def scenario_ids(task: Task) -> tuple[tuple[str, ...] | None, tuple[str, ...] | 
     return lists[0], lists[1]
 
 
-def ledger_reader(workspace: Workspace, task_name: str):
+def ledger_reader(workspace: Workspace, task_name: str) -> Callable[[], tuple[Sequence[Evaluation], Sequence[str]]]:
     from quaere.evaluate.ledger import read_ledger
 
     def read() -> tuple[Sequence[Evaluation], Sequence[str]]:

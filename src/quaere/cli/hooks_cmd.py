@@ -57,6 +57,8 @@ def goal(
 
 
 def _read_payload() -> tuple[dict[str, Any] | None, str]:
+    if sys.stdin.isatty():  # run by hand: say what it expects instead of waiting silently
+        return None, "expected the agent's hook JSON on stdin (this command is run by the agent's hooks)"
     raw = sys.stdin.read()
     try:
         payload = json.loads(raw)
