@@ -28,7 +28,7 @@ from quaere.task.spec import GoalTarget, TaskSpec
 class GoalState(str, Enum):
     MET = "met"
     UNMET = "unmet"
-    STALE = "stale"  # the latest evaluation is of another candidate than the current file
+    STALE = "stale"  # the current file was never evaluated, other versions were: it changed since
     NO_EVALUATION = "no_evaluation"
 
 
@@ -182,21 +182,24 @@ def check_goal(
 ) -> GoalStatus:
     """Judge the goal of ``spec`` on the latest evaluation of ``candidate_hash`` (pure).
 
-    ``evaluations`` in ledger order. Re-timing runs (no correctness, some benchmarks) of the same hash made
+    ``evaluations`` in ledger order. Only evaluations of this content hash count: when there are none but
+    other versions were evaluated, the verdict is ``stale`` (the file changed since it was evaluated); an
+    evaluation of a side file does not hide the current file's own verdict. Re-timing runs (no correctness, some benchmarks) of the same hash made
     after the latest full evaluation replace its timings configuration by configuration. When the
     ``expected_*`` id lists are given, a scenario missing from the evaluation fails too.
     """
     if not evaluations:
         return GoalStatus(state=GoalState.NO_EVALUATION, candidate_hash=candidate_hash)
-    latest = evaluations[-1]
-    if latest.candidate_hash != candidate_hash:
+    same = [e for e in evaluations if e.candidate_hash == candidate_hash]
+    if not same:  # other versions were evaluated, this file never: its verdict cannot be borrowed
+        latest = evaluations[-1]
         return GoalStatus(
             state=GoalState.STALE,
             candidate_hash=candidate_hash,
             evaluated_hash=latest.candidate_hash,
             evaluated_at=latest.created_at,
         )
-    same = [e for e in evaluations if e.candidate_hash == candidate_hash]
+    latest = same[-1]
     full_index = max((i for i, e in enumerate(same) if not is_timing_only(e)), default=None)
     if full_index is None:
         return GoalStatus(

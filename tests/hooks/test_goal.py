@@ -154,3 +154,10 @@ def test_a_retime_that_timed_nothing_is_a_problem_not_a_verdict():
     status = check_goal_with_retime(spec(), [first], "h1", FakeRetimer(nothing))
     assert status.state is GoalState.UNMET and status.retimed == ()
     assert status.problems == ("re-timing did not run: GPU busy",)
+
+
+def test_the_current_files_own_evaluation_counts_not_a_later_one_of_another_file():
+    mine = evaluation("h1", verdicts=[("c1", Verdict.WRONG)], created_at=1)
+    side = evaluation("h2", benchmarks=[bench("b1", 1.0, 2.0)], created_at=2)  # e.g. `quaere eval other.c`
+    status = check_goal(spec(), [mine, side], "h1")
+    assert status.state is GoalState.UNMET and status.failing_scenarios[0].scenario_id == "c1"
