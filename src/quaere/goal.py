@@ -184,8 +184,9 @@ def check_goal(
 
     ``evaluations`` in ledger order. Only evaluations of this content hash count: when there are none but
     other versions were evaluated, the verdict is ``stale`` (the file changed since it was evaluated); an
-    evaluation of a side file does not hide the current file's own verdict. Re-timing runs (no correctness, some benchmarks) of the same hash made
-    after the latest full evaluation replace its timings configuration by configuration. When the
+    evaluation of a side file does not hide the current file's own verdict. Re-timing runs (no correctness,
+    some benchmarks) of the same hash made after the latest full evaluation replace its timings
+    configuration by configuration. When the
     ``expected_*`` id lists are given, a scenario missing from the evaluation fails too.
     """
     if not evaluations:
