@@ -7,7 +7,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))  # the scripted campaign module beside these tests
 
-from campaign import CATALOG, Campaign, build_campaign  # noqa: E402
+from scripted_campaign import CATALOG, Campaign, build_campaign  # noqa: E402
 
 from quaere.report.campaign_report import CampaignReport  # noqa: E402
 from quaere.report.inputs import load_inputs, load_report  # noqa: E402

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from campaign import CATALOG, V4, build_campaign
+from scripted_campaign import CATALOG, V4, build_campaign
 
 from quaere import __version__
 from quaere.jsonl import append_line

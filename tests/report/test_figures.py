@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from campaign import CATALOG, V0, V1, V2, V3, V4
+from scripted_campaign import CATALOG, V0, V1, V2, V3, V4
 
 from quaere.records import QuestionKind, TimingStatus
 from quaere.report.attribution import attribution
