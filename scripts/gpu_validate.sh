@@ -23,7 +23,7 @@ for step in $steps; do
   start=$(date +%s.%N)
   case $step in
     initial|initial2) $Q eval --task flash_attention_hopper --json >"$OUT/eval-$step.json" 2>"$OUT/eval-$step.log" ;;
-    kernel) $Q eval --task flash_attention_hopper kernels/flash_attention_hopper.cu --json >"$OUT/eval-kernel.json" 2>"$OUT/eval-kernel.log" ;;
+    kernel) $Q eval --task flash_attention_hopper ${KERNEL:-kernels/flash_attention_hopper.cu} --json >"$OUT/eval-kernel.json" 2>"$OUT/eval-kernel.log" ;;
     adversarial)
       for bad in crash hang wrong; do
         $Q eval --task flash_attention_hopper tests/fixtures/gpu/$bad.cu --scenarios tests/fixtures/gpu/scenarios-small.json \
