@@ -23,8 +23,10 @@ import json
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from quaere.agents.local_server import LocalServer
 
 
 @dataclass(frozen=True)
@@ -295,7 +297,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
 
 
-class ScriptedAnthropicServer:
+class ScriptedAnthropicServer(LocalServer):
     """Serves ``script`` (turns, or functions of the request returning a turn) on 127.0.0.1.
 
     Use as a context manager; ``base_url`` is what ``ANTHROPIC_BASE_URL`` should be, ``requests`` every
@@ -317,15 +319,11 @@ class ScriptedAnthropicServer:
             is_agent_turn=is_agent_turn,
             model=model,
         )
-        handler = type("_BoundHandler", (_Handler,), {"state": self._state})
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self._server.daemon_threads = True
-        self._thread: threading.Thread | None = None
+        super().__init__(type("_BoundHandler", (_Handler,), {"state": self._state}), "fake-anthropic")
 
     @property
     def base_url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        return self.root_url
 
     @property
     def requests(self) -> list[RecordedRequest]:
@@ -340,22 +338,3 @@ class ScriptedAnthropicServer:
     def turns_played(self) -> int:
         with self._state.lock:
             return self._state.position
-
-    def start(self) -> ScriptedAnthropicServer:
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._server.serve_forever, name="fake-anthropic", daemon=True)
-            self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        if self._thread is not None:
-            self._server.shutdown()
-            self._thread.join(timeout=5)
-            self._thread = None
-        self._server.server_close()
-
-    def __enter__(self) -> ScriptedAnthropicServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
