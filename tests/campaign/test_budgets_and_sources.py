@@ -15,7 +15,8 @@ from quaere.questions.bank import load_bank
 from quaere.questions.sources import BankSource, Edit, HumanPrompt, HumanSource, OwnText, Pick
 from quaere.records import Moment
 from quaere.trace import BudgetSpent, ErrorEvent, QuestionAsked, SessionEnd, StopDecision, read_trace
-from tests.campaign.story import campaign_config
+
+from .story import campaign_config
 
 
 class CostlyAgent:

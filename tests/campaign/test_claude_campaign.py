@@ -15,7 +15,8 @@ from quaere.agents.fake_anthropic import ScriptedAnthropicServer, Turn
 from quaere.campaign import run_campaign
 from quaere.records import Moment
 from quaere.trace import QuestionAsked, read_trace
-from tests.campaign.story import assert_story_told, campaign_config, story
+
+from .story import assert_story_told, campaign_config, story
 
 
 def _bundled_cli() -> Path | None:

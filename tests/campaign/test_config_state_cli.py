@@ -14,7 +14,8 @@ from quaere.agents.config import CampaignConfig, config_from_env, config_from_sa
 from quaere.agents.display import CampaignView, RichDisplay, best_by_group
 from quaere.agents.state import CampaignState, StateError, load_state, save_state
 from quaere.trace import EvaluationDone
-from tests.campaign.story import TASK
+
+from .story import TASK
 
 KEY = "sk-config-test-0123456789abcdef"
 

@@ -10,7 +10,8 @@ from quaere.agents.config import OpenAISettings
 from quaere.agents.fake_openai import Reply, ScriptedOpenAIServer, last_user_text
 from quaere.agents.openai_loop import OpenAIAgent
 from quaere.campaign import run_campaign
-from tests.campaign.story import assert_story_told, campaign_config, story
+
+from .story import assert_story_told, campaign_config, story
 
 SECRET = "sk-campaign-test-secret-0123456789"
 

@@ -13,7 +13,8 @@ from pathlib import Path
 from quaere.agents.fake_openai import Reply, ScriptedOpenAIServer
 from quaere.agents.state import CampaignStatus, load_state
 from quaere.trace import SessionEnd, SessionStart, ToolCall, read_trace
-from tests.campaign.story import DONE, EVAL, KERNELS, TASK
+
+from .story import DONE, EVAL, KERNELS, TASK
 
 SECRET = "sk-resume-test-secret-0123456789"
 SLOW = "sleep 15"

@@ -12,7 +12,8 @@ from quaere.agents.scripted import Action, ScriptedAgent
 from quaere.agents.state import CampaignStatus, load_state
 from quaere.campaign import run_campaign
 from quaere.trace import read_trace
-from tests.campaign.story import assert_story_told, campaign_config, story
+
+from .story import assert_story_told, campaign_config, story
 
 
 def _actions() -> list[Action]:
