@@ -223,7 +223,11 @@ def check_goal(
     ids = list(expected_benchmarks) if expected_benchmarks is not None else list(benchmarks)
     failing_benchmarks: list[FailingBenchmark] = []
     checked = 0
-    for target in spec.goal.targets:
+    timed = bool(benchmarks)
+    if not timed and full.ran and full.built and failing:
+        # The evaluator times only a correct candidate: one line says so, rather than one per configuration.
+        problems.append("benchmarks not timed: every correctness scenario must pass first")
+    for target in spec.goal.targets if timed or not failing else ():
         matched = [i for i in ids if fnmatch.fnmatchcase(i, target.scenarios)]
         if not matched and full.ran and full.built:
             problems.append(f"goal target '{target.scenarios}' vs {target.baseline} matches no timed configuration")

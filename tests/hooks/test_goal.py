@@ -161,3 +161,10 @@ def test_the_current_files_own_evaluation_counts_not_a_later_one_of_another_file
     side = evaluation("h2", benchmarks=[bench("b1", 1.0, 2.0)], created_at=2)  # e.g. `quaere eval other.c`
     status = check_goal(spec(), [mine, side], "h1")
     assert status.state is GoalState.UNMET and status.failing_scenarios[0].scenario_id == "c1"
+
+
+def test_untimed_because_incorrect_is_one_line_not_one_per_configuration():
+    ev = evaluation("h1", verdicts=[("c1", Verdict.WRONG)])
+    status = check_goal(spec(), [ev], "h1", expected_benchmarks=["b1", "b2", "b3"])
+    assert status.state is GoalState.UNMET and status.failing_benchmarks == ()
+    assert status.problems == ("benchmarks not timed: every correctness scenario must pass first",)
