@@ -30,6 +30,7 @@ from quaere.goal import render_goal
 from quaere.hook_state import HookBudget, update_state
 from quaere.hooks import HookDeps, MomentDetector, current_goal
 from quaere.task import Task, load_task
+from quaere.task.loader import resolve_task_folder
 from quaere.trace import (
     AgentMessage,
     BudgetSpent,
@@ -260,6 +261,8 @@ def prepare_workspace(config: CampaignConfig, task: Task, resume: bool) -> tuple
             raise StateError(str(exc)) from None
         if workspace.root.resolve() != config.workspace.resolve():
             raise StateError(f"{config.workspace}: inside another workspace ({workspace.root})")
+        if resolve_task_folder(workspace.task) != task.folder:
+            raise StateError(f"{workspace.root}: a workspace of task '{workspace.task}', not '{config.task}'")
         return workspace, CampaignState(config=config.persistable(), runs=1)
     workspace = open_workspace(config.workspace)
     state = load_state(workspace.campaign_state)

@@ -56,3 +56,14 @@ def test_starting_over_an_existing_campaign_is_refused(tmp_path: Path) -> None:
         run_campaign(config, ScriptedAgent(_actions()))
     saved = json.loads((workspace / ".quaere" / "campaign.json").read_text())
     assert "api_key" not in json.dumps(saved)
+
+
+def test_an_existing_workspace_of_another_task_is_refused(tmp_path: Path) -> None:
+    from quaere.agents.state import StateError
+    from quaere.task import load_task
+    from quaere.workspace import create_workspace
+
+    other = load_task("cpu_softmax")
+    create_workspace(tmp_path / "ws", "cpu_softmax", other.initial_kernel)
+    with pytest.raises(StateError, match="a workspace of task 'cpu_softmax'"):
+        run_campaign(campaign_config(tmp_path / "ws", "scripted"), ScriptedAgent(_actions()))
