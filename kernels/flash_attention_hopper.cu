@@ -99,7 +99,8 @@ __device__ __forceinline__ void fence_regs_u(uint32_t* r) {
 #pragma unroll
   for (int i = 0; i < N; ++i) asm volatile("" : "+r"(r[i])::"memory");
 }
-// Named barriers 1 and 2 gate consumer warpgroups 1 and 2 (barrier 0 is __syncthreads).
+// Named barriers 1 and 2 gate consumer warpgroups 1 and 2 (barrier 0 is __syncthreads); 3 + cw
+// syncs consumer warpgroup cw alone before it releases a key-less tile.
 __device__ __forceinline__ void named_sync(int id, int n) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(n) : "memory");
 }
@@ -277,6 +278,29 @@ __device__ __forceinline__ bool softmax_tile(float* s, float& m0, float& m1, flo
   return grow;
 }
 
+// Tile t -> (batch b, query head h, first query row m0, KV blocks n_max). The producer and the
+// consumers both call this, so they agree on n_max, which is 0 for a causal tile whose rows all
+// lie above the bottom-right diagonal (Sq > Sk): such a tile loads nothing and only writes
+// o = 0, lse = -inf. __host__ so that tests/host programs can check the arithmetic on the CPU.
+__host__ __device__ __forceinline__ void tile_coords(int t, int num_m_blocks, int heads_per_group, int num_bh,
+                                                     int heads_q, int bm, int bn, int n_total, int causal, int off,
+                                                     int& b, int& h, int& m0, int& n_max) {
+  const int tiles_per_group = heads_per_group * num_m_blocks;
+  const int g = t / tiles_per_group;
+  const int r = t - g * tiles_per_group;
+  const int bh0 = g * heads_per_group;
+  const int cur = min(heads_per_group, num_bh - bh0);
+  const int bh = bh0 + r % cur;
+  b = bh / heads_q;
+  h = bh % heads_q;
+  m0 = (num_m_blocks - 1 - r / cur) * bm;
+  n_max = n_total;
+  if (causal) {
+    const int lim = m0 + bm + off;  // keys visible to the tile's last row: j < lim
+    n_max = lim <= 0 ? 0 : min(n_total, (lim + bn - 1) / bn);
+  }
+}
+
 template <int D, int BN, int STAGES, int NWG, bool PINGPONG>
 __global__ void __launch_bounds__(128 * (NWG + 1), 1)
     fa_fwd_kernel(const __grid_constant__ CUtensorMap tmQ, const __grid_constant__ CUtensorMap tmK,
@@ -306,20 +330,8 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
   // (p.heads_per_group batch*head entries), and inside a group the query blocks go from the last
   // (heaviest when causal) to the first, heads fastest, so CTAs running together share K/V in L2.
   auto tile_info = [&](int t, int& b, int& h, int& m0, int& n_max) {
-    const int tiles_per_group = p.heads_per_group * p.num_m_blocks;
-    const int g = t / tiles_per_group;
-    const int r = t - g * tiles_per_group;
-    const int bh0 = g * p.heads_per_group;
-    const int cur = min(p.heads_per_group, num_bh - bh0);
-    const int bh = bh0 + r % cur;
-    b = bh / p.heads_q;
-    h = bh % p.heads_q;
-    m0 = (p.num_m_blocks - 1 - r / cur) * kBM;
-    n_max = n_total;
-    if (p.causal) {
-      const int lim = m0 + kBM + off;  // keys visible to the tile's last row: j < lim
-      n_max = lim <= 0 ? 0 : min(n_total, (lim + BN - 1) / BN);
-    }
+    tile_coords(t, p.num_m_blocks, p.heads_per_group, num_bh, p.heads_q, kBM, BN, n_total, p.causal, off, b, h, m0,
+                n_max);
   };
 
   const int tid = threadIdx.x;
@@ -412,7 +424,16 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
     if (t < 0) break;
     int b, h, m0, n_max;
     tile_info(t, b, h, m0, n_max);
-    if (n_max <= 0 && t128 == 0) mbar_arrive(barQEmpty);  // nothing loaded for this tile
+    if (n_max <= 0) {
+      // Nothing loaded for this tile. Release the tile slot only once all four warps of this
+      // warpgroup have read it: with a single-thread arrive right after its own read, the producer
+      // could publish the next tile(s) (a run of key-less tiles when Sq > Sk) before a lagging warp
+      // read this one; that warp then skipped tiles (rows never written) or joined another tile's
+      // warpgroup-wide wgmma out of step (hang). Tiles with keys are safe: their release follows
+      // the S GEMMs, which every warp of the warpgroup has issued.
+      named_sync(3 + cw, 128);
+      if (t128 == 0) mbar_arrive(barQEmpty);
+    }
     const int row0 = m0 + cw * 64 + warp * 16 + lane / 4;  // this thread's rows: row0, row0 + 8
     const int row1 = row0 + 8;
 
@@ -592,6 +613,14 @@ static int num_sms() {
   return n;
 }
 
+// Heads per scheduling group: their K/V (2 * Sk * D * 2 bytes per kv head, shared by `group`
+// query heads) should fit in about half of the 50 MB L2.
+static int heads_per_group(int batch, int sk, int hq, int hkv, int d) {
+  const double kv_bytes_per_qhead = 4.0 * sk * d / (hq / hkv);
+  const double fit = 24.0 * 1024 * 1024 / kv_bytes_per_qhead;
+  return fit < 1.0 ? 1 : (fit > batch * hq ? batch * hq : (int)fit);
+}
+
 template <int D, int BN, int STAGES, int NWG, bool PINGPONG>
 static int launch(const void* q, const void* k, const void* v, void* o, float* lse, int batch, int sq, int sk,
                   int hq, int hkv, float scale, int causal, cudaStream_t stream) {
@@ -619,11 +648,7 @@ static int launch(const void* q, const void* k, const void* v, void* o, float* l
   p.group = hq / hkv;
   p.causal = causal ? 1 : 0;
   p.num_m_blocks = (sq + kBM - 1) / kBM;
-  // Heads per scheduling group: their K/V (2 * Sk * D * 2 bytes per kv head, shared by `group`
-  // query heads) should fit in about half of the 50 MB L2.
-  const double kv_bytes_per_qhead = 4.0 * sk * D / (hq / hkv);
-  const double fit = 24.0 * 1024 * 1024 / kv_bytes_per_qhead;
-  p.heads_per_group = fit < 1.0 ? 1 : (fit > batch * hq ? batch * hq : (int)fit);
+  p.heads_per_group = heads_per_group(batch, sk, hq, hkv, D);
   p.scale = scale;
   p.scale_log2 = scale * 1.4426950408889634f;
   const int64_t tiles = (int64_t)batch * hq * p.num_m_blocks;
