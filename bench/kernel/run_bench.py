@@ -6,6 +6,8 @@ of a bf16 PyTorch reference + 1e-3" for O and LSE, then times it against FA3 (fa
 on the 26 benchmark configurations, interleaved, L2 flushed before every timed call, CUDA events,
 median of the repetitions. Usage: python bench/kernel/run_bench.py LIB.so [--reps N] [--only-check]
 [--only-bench] [--out DIR]. The official verdict is `quaere eval`; this is the quick loop.
+With --only-check the exit status is 0 only when every check passed (1: a wrong result, 2: a launch
+error, 3: a hang) and the last line printed is the one-line CHECK summary.
 """
 from __future__ import annotations
 
@@ -32,6 +34,18 @@ CHECK_SHAPES = [
     (2, 513, 1500, 4, 2),
 ]
 BIG_CHECKS = [(1, 16384, 16384, 1, 1, 128, 1), (1, 4096, 16384, 2, 1, 64, 0), (1, 16384, 5000, 1, 1, 256, 1)]
+# (batch, seqlen_q, seqlen_k, heads_q, heads_kv, head_dim, causal, scale or None): the evaluator's
+# failures of kernel 8da1bce (two hangs, 16 rows never written), all causal Sq > Sk, where whole
+# query tiles see no key; then a sweep of such shapes over head dims, batch 1-3 and GQA 4:1.
+MASKED_CHECKS = [
+    (6, 2047, 129, 12, 3, 128, 1, None), (7, 2047, 129, 16, 2, 256, 1, 0.2), (1, 16384, 4097, 4, 1, 128, 1, None),
+    (1, 16384, 129, 4, 1, 64, 1, None), (1, 16384, 129, 4, 1, 128, 0, None),
+] + [
+    (1 + i % 3, sq, sk, 4 * (1 + i % 3), 1 + i % 3, d, 1, None)
+    for i, (sq, sk, d) in enumerate((sq, sk, d) for sq in (129, 2047, 4097) for sk in (1, 7, 129, 1000)
+                                    for d in (64, 128, 256))
+]
+HANG_S = 60.0  # a case that has not finished by then is reported as a hang (the evaluator's limit)
 
 
 def load_lib(path: str):
@@ -175,6 +189,64 @@ def bench(f, ws, reps, log, dims=(64, 128, 256)):
     return rows
 
 
+def check_cases(big: bool) -> list[tuple]:
+    """Every check as (batch, Sq, Sk, Hq, Hkv, D, causal, scale or None)."""
+    cases = [(*sh, d, c, None) for d in (64, 128, 256) for c in (0, 1) for sh in CHECK_SHAPES]
+    cases += [(*c, None) for c in BIG_CHECKS] if big else []
+    cases += MASKED_CHECKS
+    cases += [MASKED_CHECKS[0]]  # again right after the others: a second launch must be right too
+    cases += [(2, 333, 444, 4, 2, 128, 1, 0.37)]
+    return cases
+
+
+def run_checks(f, ws, log, big: bool) -> int:
+    """Runs every check, logs failures and large cases, and a one-line CHECK summary last.
+
+    Returns the number of failed cases. A launch error or a case running past HANG_S (a hang:
+    the GPU cannot be used after it) ends the process with status 2 or 3 after the summary line.
+    """
+    import os
+    import threading
+    t0 = time.time()
+    cases = check_cases(big)
+    n_fail = 0
+    current = {"i": 0, "start": time.time()}
+    finished = threading.Event()
+
+    def summary(n_run: int, n_bad: int, note: str = "") -> str:
+        return (f"CHECK {n_run - n_bad}/{len(cases)} passed, {n_bad} failed, {len(cases) - n_run} not run"
+                f" in {time.time() - t0:.0f}s{note}")
+
+    def watchdog() -> None:
+        while not finished.wait(1.0):
+            if time.time() - current["start"] > HANG_S:
+                log(f"HANG after {HANG_S:.0f}s: {describe(cases[current['i']])}")
+                log(summary(current["i"] + 1, n_fail + 1, " (stopped at a hang)"))
+                os._exit(3)  # the stuck kernel keeps the GPU: no clean way back
+    threading.Thread(target=watchdog, daemon=True).start()
+    try:
+        for i, (b, sq, sk, hq, hkv, d, c, scale) in enumerate(cases):
+            current["i"], current["start"] = i, time.time()
+            try:
+                ok, line = check_case(f, ws, b, sq, sk, hq, hkv, d, c, scale=scale)
+            except Exception as e:  # a launch failure poisons the context: report and stop
+                log(f"ERROR {describe(cases[i])}: {e}")
+                log(summary(i + 1, n_fail + 1, " (stopped at an error)"))
+                sys.exit(2)
+            n_fail += not ok
+            if not ok or sq * sk > 4_000_000:
+                log(line)
+    finally:
+        finished.set()
+    log(summary(len(cases), n_fail))
+    return n_fail
+
+
+def describe(case: tuple) -> str:
+    b, sq, sk, hq, hkv, d, c, scale = case
+    return f"B={b} Sq={sq} Sk={sk} Hq={hq} Hkv={hkv} D={d} causal={c} scale={scale or 'default'}"
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("lib")
@@ -200,22 +272,9 @@ def main() -> int:
     torch.manual_seed(0)
     n_fail = 0
     if not a.only_bench:
-        t0 = time.time()
-        cases = [(*sh, d, c) for d in (64, 128, 256) for c in (0, 1) for sh in CHECK_SHAPES]
-        cases += [] if a.no_big else BIG_CHECKS
-        for (b, sq, sk, hq, hkv, d, c) in cases:
-            try:
-                ok, line = check_case(f, ws, b, sq, sk, hq, hkv, d, c)
-            except Exception as e:  # a launch failure poisons the context: report and stop
-                log(f"ERROR B={b} Sq={sq} Sk={sk} Hq={hq} Hkv={hkv} D={d} causal={c}: {e}")
-                return 2
-            n_fail += not ok
-            if not ok or sq * sk > 4_000_000:
-                log(line)
-        ok, line = check_case(f, ws, 2, 333, 444, 4, 2, 128, 1, scale=0.37)
-        n_fail += not ok
-        log(line)
-        log(f"CHECK {len(cases) + 1 - n_fail}/{len(cases) + 1} passed in {time.time() - t0:.0f}s")
+        n_fail = run_checks(f, ws, log, big=not a.no_big)
+        if n_fail and a.only_check:
+            return 1
     if not a.only_check:
         bench(f, ws, a.reps, log, tuple(int(x) for x in a.dims.split(",")))
     return 1 if n_fail else 0
