@@ -37,21 +37,10 @@ extern "C" int emulated_attention_forward(const void* q, const void* k, const vo
                                           int batch, int seqlen_q, int seqlen_k, int heads_q, int heads_kv,
                                           int head_dim, float softmax_scale, int causal, int use_cp_async,
                                           int output_4b_aligned) {
-    AttentionParams p;
-    p.q = static_cast<const uint16_t*>(q);
-    p.k = static_cast<const uint16_t*>(k);
-    p.v = static_cast<const uint16_t*>(v);
-    p.o = static_cast<uint16_t*>(o);
-    p.lse = lse;
-    p.seqlen_q = seqlen_q;
-    p.seqlen_k = seqlen_k;
-    p.heads_q = heads_q;
-    p.heads_kv = heads_kv;
-    p.group = heads_q / heads_kv;
-    p.scale_log2 = softmax_scale * kLog2e;
-    p.causal = causal != 0;
-    p.inputs_16b_aligned = use_cp_async;
-    p.output_4b_aligned = output_4b_aligned;
+    AttentionParams p =
+        make_attention_params(q, k, v, o, lse, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal);
+    p.inputs_16b_aligned = p.inputs_16b_aligned && use_cp_async;  // force the fallback paths on request
+    p.output_4b_aligned = p.output_4b_aligned && output_4b_aligned;
     switch (head_dim) {  // the tile shapes of the host dispatch in kernel.cu
         case 64: run_grid<64, 64>(p, batch); return 0;
         case 128: run_grid<128, 64>(p, batch); return 0;

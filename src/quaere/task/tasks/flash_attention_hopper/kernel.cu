@@ -313,6 +313,30 @@ __global__ void __launch_bounds__(kThreads) attention_forward_kernel(const Atten
     }
 }
 
+// Kernel parameters from validated ABI arguments (plain C++: the CPU emulation of the tests calls it too).
+inline AttentionParams make_attention_params(const void* q, const void* k, const void* v, void* o, float* lse,
+                                             int seqlen_q, int seqlen_k, int heads_q, int heads_kv,
+                                             float softmax_scale, int causal) {
+    const uintptr_t inputs =
+        reinterpret_cast<uintptr_t>(q) | reinterpret_cast<uintptr_t>(k) | reinterpret_cast<uintptr_t>(v);
+    AttentionParams p;
+    p.q = static_cast<const uint16_t*>(q);
+    p.k = static_cast<const uint16_t*>(k);
+    p.v = static_cast<const uint16_t*>(v);
+    p.o = static_cast<uint16_t*>(o);
+    p.lse = lse;
+    p.seqlen_q = seqlen_q;
+    p.seqlen_k = seqlen_k;
+    p.heads_q = heads_q;
+    p.heads_kv = heads_kv;
+    p.group = heads_q / heads_kv;
+    p.scale_log2 = softmax_scale * kLog2e;
+    p.causal = causal != 0;
+    p.inputs_16b_aligned = (inputs & 15) == 0;
+    p.output_4b_aligned = (reinterpret_cast<uintptr_t>(o) & 3) == 0;
+    return p;
+}
+
 // ===== END KERNEL =====
 
 namespace {
@@ -366,24 +390,8 @@ extern "C" int attention_forward(const void* q, const void* k, const void* v, vo
     if ((any_bf16 & 1) || (reinterpret_cast<uintptr_t>(lse) & 3)) return kMisaligned;
     if (batch == 0 || seqlen_q == 0) return kOk;  // nothing to compute
 
-    const uintptr_t inputs = reinterpret_cast<uintptr_t>(q) | reinterpret_cast<uintptr_t>(k) |
-                             reinterpret_cast<uintptr_t>(v);
-    AttentionParams p;
-    p.q = static_cast<const uint16_t*>(q);
-    p.k = static_cast<const uint16_t*>(k);
-    p.v = static_cast<const uint16_t*>(v);
-    p.o = static_cast<uint16_t*>(o);
-    p.lse = lse;
-    p.seqlen_q = seqlen_q;
-    p.seqlen_k = seqlen_k;
-    p.heads_q = heads_q;
-    p.heads_kv = heads_kv;
-    p.group = heads_q / heads_kv;
-    p.scale_log2 = softmax_scale * kLog2e;
-    p.causal = causal != 0;
-    p.inputs_16b_aligned = (inputs & 15) == 0;
-    p.output_4b_aligned = (reinterpret_cast<uintptr_t>(o) & 3) == 0;
-
+    const AttentionParams p =
+        make_attention_params(q, k, v, o, lse, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal);
     cudaStream_t s = static_cast<cudaStream_t>(stream);
     switch (head_dim) {
         case 64: return launch<64, 64>(p, batch, s);
