@@ -71,13 +71,14 @@ def attention(q: Any, k: Any, v: Any, causal: bool, scale: float, precision: str
 
 def _block(torch: Any, q: Any, k: Any, v: Any, rows: range, seqlen_q: int, causal: bool, scale: float):
     """One block of query rows for a group of heads: q [h, r, D], k and v [h, Sk, D] in the work dtype."""
-    scores = torch.matmul(q, k.transpose(-1, -2)).float() * scale  # bf16 matmul rounds S to bf16 for 'low'
+    # A bf16 matmul rounds S to bf16 for 'low'; in place from here on (the block is up to 2**27 scores).
+    scores = torch.matmul(q, k.transpose(-1, -2)).float().mul_(scale)
     if causal:
         scores.masked_fill_(causal_mask(torch, rows, seqlen_q, k.shape[1], q.device), float("-inf"))
     lse = torch.logsumexp(scores, dim=-1)  # -inf for a row with no allowed key
     masked_row = torch.isinf(lse).unsqueeze(-1)
     # exp(s - lse) is the normalized softmax; a fully masked row would give exp(-inf + inf) = NaN, so it is
     # computed against 0 instead (every term is then exp(-inf) = 0) and o comes out as 0.
-    probs = torch.exp(scores - torch.where(masked_row, torch.zeros_like(lse.unsqueeze(-1)), lse.unsqueeze(-1)))
+    probs = scores.sub_(torch.where(masked_row, torch.zeros_like(lse.unsqueeze(-1)), lse.unsqueeze(-1))).exp_()
     o = torch.matmul(probs.to(v.dtype), v)
     return o, lse
