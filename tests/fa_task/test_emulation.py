@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 
 from quaere.task.loader import load_task
-from tests.fa_task.exact import exact_attention, from_bf16, to_bf16
+
+from .exact import exact_attention, from_bf16, to_bf16
 
 HERE = Path(__file__).parent
 KERNEL_BEGIN = "// ===== BEGIN KERNEL ====="

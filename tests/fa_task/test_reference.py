@@ -10,7 +10,8 @@ import pytest
 
 from quaere.records import Scenario
 from quaere.task.loader import load_task
-from tests.fa_task.exact import exact_attention
+
+from .exact import exact_attention
 
 torch = pytest.importorskip("torch")
 
