@@ -396,6 +396,7 @@ extern "C" int attention_forward(const void* q, const void* k, const void* v, vo
     switch (head_dim) {
         case 64: return launch<64, 64>(p, batch, s);
         case 128: return launch<128, 64>(p, batch, s);
-        default: return launch<256, 32>(p, batch, s);  // fewer keys per tile: the O accumulator alone takes 128 registers
+        // D = 256: fewer keys per tile, since the O accumulator alone takes 128 registers per thread.
+        default: return launch<256, 32>(p, batch, s);
     }
 }
