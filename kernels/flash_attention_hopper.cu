@@ -38,6 +38,9 @@
 #ifndef FAH_NWG64  // consumer warpgroups (64 query rows each) for head dim 64
 #define FAH_NWG64 3
 #endif
+#ifndef FAH_SQ64_2WG  // causal D=64 up to this query length uses 2 consumer warpgroups instead
+#define FAH_SQ64_2WG 2048
+#endif
 #ifndef FAH_BN64
 #define FAH_BN64 128
 #endif
@@ -78,6 +81,14 @@ __device__ __forceinline__ void tma_load_4d(uint32_t dst, const CUtensorMap* map
 }
 __device__ __forceinline__ void st_shared(uint32_t addr, int v) {
   asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
+}
+__device__ __forceinline__ uint4 ld_shared_v4(uint32_t addr) {
+  uint4 v;
+  asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(addr) : "memory");
+  return v;
+}
+__device__ __forceinline__ void st_global_v4(void* ptr, uint4 v) {
+  asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"l"(ptr), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
 }
 __device__ __forceinline__ int ld_shared(uint32_t addr) {
   int v;
@@ -218,7 +229,13 @@ struct Layout {
   static constexpr int Q_BYTES = BM * D * 2;
   static constexpr int KV_BYTES = BN * D * 2;  // one K (or V) stage
   static constexpr int BAR_OFF = Q_BYTES + 2 * STAGES * KV_BYTES;
-  static constexpr int SMEM = BAR_OFF + 8 * (3 + 4 * STAGES) + 1024;  // + tile-id slot  // + alignment slack
+  static constexpr int BAR_END = BAR_OFF + 8 * (3 + 4 * STAGES);  // + tile-id slot
+  // O is staged per warpgroup (64 rows x D, 16-byte chunks XOR-swizzled by row) so that it leaves
+  // in full 16-byte stores; only where it fits next to Q and the K/V ring (not head dim 256).
+  static constexpr int O_OFF = (BAR_END + 1023) & ~1023;
+  static constexpr int O_BYTES = BM * D * 2;
+  static constexpr bool STAGE_O = D <= 128 && O_OFF + O_BYTES + 1024 <= 227 * 1024;
+  static constexpr int SMEM = (STAGE_O ? O_OFF + O_BYTES : BAR_END) + 1024;  // + alignment slack
 };
 
 // Online-softmax step on one S tile held in registers (this thread: rows r0 and r0+8, BN/4 cols
@@ -299,6 +316,22 @@ __host__ __device__ __forceinline__ void tile_coords(int t, int num_m_blocks, in
     const int lim = m0 + bm + off;  // keys visible to the tile's last row: j < lim
     n_max = lim <= 0 ? 0 : min(n_total, (lim + bn - 1) / bn);
   }
+}
+
+// Staged epilogue (head dims <= 128): byte offsets inside one warpgroup's O buffer (64 rows of
+// 2*D bytes). epi_pair_offset: consumer thread t's bf16 pair i (columns 8i + 2(t%4), +1 of its
+// row (t/32)*16 + (t%32)/4, plus 8 for half 1), as the wgmma accumulator holds it.
+// epi_chunk_offset: the 16-byte chunk idx = j*128 + t that thread t reads back in step j (row rl,
+// columns 8c..8c+7). Chunk c of row r lives at chunk c ^ (r & 7), so the 8 rows of one 4-byte
+// store fall on 32 different banks. __host__ so that a host program can check the maps.
+__host__ __device__ __forceinline__ uint32_t epi_pair_offset(uint32_t t, int i, int half, int d) {
+  const uint32_t row = (t >> 5) * 16 + ((t & 31) >> 2) + 8 * half;  // (row & 7) == ((t >> 2) & 7)
+  return row * d * 2 + ((i ^ ((t >> 2) & 7)) << 4) + (t & 3) * 4;
+}
+__host__ __device__ __forceinline__ uint32_t epi_chunk_offset(uint32_t idx, int d, int& rl, int& c) {
+  rl = (int)(idx / (d / 8));
+  c = (int)(idx % (d / 8));
+  return rl * d * 2 + ((c ^ (rl & 7)) << 4);
 }
 
 template <int D, int BN, int STAGES, int NWG, bool PINGPONG>
@@ -492,6 +525,8 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
         wgmma_wait<0>();
         fence_regs<BN / 2>(s);
         if (t128 == 0) mbar_arrive(barEmptyK(st));
+        // A one-block tile's only S GEMM has completed: Q may be overwritten (see the loop).
+        if (n_max == 1 && t128 == 0) mbar_arrive(barQEmpty);
         float sc0, sc1;
         softmax(n_max - 1, sc0, sc1);  // O is still zero: nothing to rescale
         convert_p();
@@ -509,6 +544,9 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
         wgmma_wait<1>();
         fence_regs<BN / 2>(s);
         if (t128 == 0) mbar_arrive(barEmptyK(st));
+        // The last S GEMM of the tile has completed (as for the K stage above): release Q now, not
+        // after this block's softmax, so that the next tile's Q load starts one softmax earlier.
+        if (it == n_max - 1 && t128 == 0) mbar_arrive(barQEmpty);
         float sc0 = 1.f, sc1 = 1.f;
         const bool grow = softmax(n, sc0, sc1);
         wgmma_wait<0>();
@@ -526,7 +564,6 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
         }
         convert_p();
       }
-      if (t128 == 0) mbar_arrive(barQEmpty);  // every S GEMM of this tile has completed: Q may be overwritten
       {
         const int g = kv_it + n_max - 1, lst = g % STAGES;
         mbar_wait(barFullV(lst), (g / STAGES) & 1);
@@ -551,6 +588,39 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
     const float invA = lA > 0.f ? 1.f / lA : 0.f;
     const float invB = lB > 0.f ? 1.f / lB : 0.f;
     const int row_stride = p.heads_q * D;
+    if (L::STAGE_O) {
+      // Through shared memory: each thread writes its 4-byte pairs (chunk i of row r goes to chunk
+      // i ^ (r & 7): the 8 rows of one store hit 32 different banks), then the warpgroup reads
+      // whole 16-byte chunks back and each warp stores two full rows per instruction.
+      constexpr int CPR = D / 8;  // 16-byte chunks per row
+      // The thread index goes through an opaque move so that the addresses below are computed
+      // here, not hoisted out of the tile loop (where they cost registers and spilled).
+      uint32_t tt;  // unsigned: the divisions and remainders below are shifts and masks
+      asm volatile("mov.b32 %0, %1;\n" : "=r"(tt) : "r"(t128));
+      const uint32_t sO = sQ + L::O_OFF + cw * 64 * D * 2;
+      named_sync(3 + cw, 128);  // every warp has read the previous tile's O out of sO
+#pragma unroll
+      for (int i = 0; i < CPR; ++i) {
+        st_shared(sO + epi_pair_offset(tt, i, 0, D), (int)pack_bf16(o[4 * i + 0] * invA, o[4 * i + 1] * invA));
+        st_shared(sO + epi_pair_offset(tt, i, 1, D), (int)pack_bf16(o[4 * i + 2] * invB, o[4 * i + 3] * invB));
+      }
+      named_sync(3 + cw, 128);  // sO holds the warpgroup's 64 rows
+#pragma unroll
+      for (int j = 0; j < 64 * CPR / 128; ++j) {
+        int rl, c;
+        const uint4 v = ld_shared_v4(sO + epi_chunk_offset(j * 128 + tt, D, rl, c));
+        const int g = m0 + cw * 64 + rl;
+        if (g < p.seqlen_q)
+          st_global_v4(p.o + ((int64_t)b * p.seqlen_q + g) * row_stride + (int64_t)h * D + c * 8, v);
+      }
+      if ((lane & 3) == 0) {
+        if (row0 < p.seqlen_q)
+          p.lse[((int64_t)b * p.heads_q + h) * p.seqlen_q + row0] = lA > 0.f ? mA * p.scale + logf(lA) : -INFINITY;
+        if (row1 < p.seqlen_q)
+          p.lse[((int64_t)b * p.heads_q + h) * p.seqlen_q + row1] = lB > 0.f ? mB * p.scale + logf(lB) : -INFINITY;
+      }
+      continue;
+    }
     if (row0 < p.seqlen_q) {
       __nv_bfloat16* op = p.o + ((int64_t)b * p.seqlen_q + row0) * row_stride + (int64_t)h * D + colq;
 #pragma unroll
@@ -674,7 +744,13 @@ extern "C" int attention_forward(const void* q, const void* k, const void* v, vo
   if ((int64_t)batch * heads_q * ((seqlen_q + 63) / 64) > 0x7fffffff) return 1;
   cudaStream_t s = static_cast<cudaStream_t>(stream);
   switch (head_dim) {
-    case 64: return fah::launch<64, FAH_BN64, 3, FAH_NWG64, FAH_PP64 && FAH_NWG64 == 2>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
+    case 64:
+      // Short causal D=64: 128-row tiles (2 consumer warpgroups) balance the triangle better than
+      // 192-row ones (perf.md: 0.93x vs 0.80x FA3 at S=1k causal); longer ones are exp-bound and
+      // gain from the third warpgroup.
+      if (causal && seqlen_q <= FAH_SQ64_2WG)
+        return fah::launch<64, FAH_BN64, 3, 2, FAH_PP64 != 0>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
+      return fah::launch<64, FAH_BN64, 3, FAH_NWG64, FAH_PP64 && FAH_NWG64 == 2>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
     case 128: return fah::launch<128, FAH_BN128, FAH_ST128, 2, FAH_PP128>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
     case 256: return fah::launch<256, FAH_BN256, 2, 2, FAH_PP256>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
     default: return 2;
