@@ -123,3 +123,16 @@ def test_runtime_guard_catches_a_dlopen_while_the_candidate_runs(cpu_task, quick
     loader = run_evaluation(task, CANDIDATES / "dlopens_cublas.cpp", quick)
     assert {v.verdict for v in loader.correctness} == {Verdict.BANNED_AT_RUNTIME}
     assert "runtime_dlopen" in {f.rule for f in loader.audit}
+
+
+def test_an_audit_that_could_not_gather_device_symbols_says_so(tmp_path: Path, monkeypatch) -> None:
+    """Without cuobjdump the device-symbol rule saw nothing: the record must not read as a clean audit."""
+    from quaere.evaluate import EvalOptions, run_evaluation
+    from quaere.evaluate import audit_facts
+    from quaere.task.loader import load_task
+
+    monkeypatch.setattr(audit_facts, "find_cuobjdump", lambda: None)
+    task = load_task("flash_attention_hopper")
+    evaluation = run_evaluation(task, task.initial_kernel, EvalOptions(no_device=True, cache_dir=tmp_path))
+    assert evaluation.built and not evaluation.ran
+    assert "audit incomplete" in evaluation.note and "cuobjdump" in evaluation.note

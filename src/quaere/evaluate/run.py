@@ -55,10 +55,14 @@ class _Silent:
         pass
 
 
-def _static_audit(build: BuildResult, banned: tuple[str, ...]) -> tuple[AuditFinding, ...]:
-    from quaere.evaluate.audit import audit_build
+def _static_audit(build: BuildResult, banned: tuple[str, ...]) -> tuple[tuple[AuditFinding, ...], str]:
+    """Findings, and a note when some evidence could not be gathered (a missing tool such as cuobjdump):
+    an empty audit is then an absence of evidence, and the record must say so."""
+    from quaere.evaluate.audit import run_audit
 
-    return tuple(audit_build(build, banned))
+    report = run_audit(build, banned)
+    gaps = [f"missing tool: {tool}" for tool in report.missing_tools] + list(report.notes)
+    return tuple(report.findings), ("audit incomplete: " + "; ".join(gaps)) if gaps else ""
 
 
 class _RuntimeGuard:
@@ -195,15 +199,17 @@ def run_evaluation(task: Task, candidate: Path, options: EvalOptions, progress: 
         build = build.model_copy(update={"status": BuildStatus.BUILD_FAILED, "artifact": "",
                                          "log_tail": f"[quaere] {candidate} changed during the build; evaluate again"})
     progress.advance(f"build: {build.status.value}")
-    audit = _static_audit(build, task.spec.banned) if build.status is BuildStatus.OK else ()
+    audit, audit_note = _static_audit(build, task.spec.banned) if build.status is BuildStatus.OK else ((), "")
     probe = probe_device(task.spec.device)
     base = {"task": task.spec.name, "candidate_path": str(candidate), "candidate_hash": candidate_hash,
             "created_at": created_at, "device": probe.info, "build": build}
     why = _why_not_run(build, options, probe.reason)
     if why:
-        return Evaluation(**base, audit=audit, ran=False, correctness=_not_run(scenarios, seed, why), note=why,
+        note = "; ".join(n for n in (why, audit_note) if n)
+        return Evaluation(**base, audit=audit, ran=False, correctness=_not_run(scenarios, seed, why), note=note,
                           wall_s=time.monotonic() - started)
     notes: list[str] = [f"scenarios from {options.scenarios_file}"] if options.scenarios_file else []
+    notes += [audit_note] if audit_note else []
     verdicts: tuple[ScenarioVerdict, ...] = ()
     benches: tuple[BenchmarkResult, ...] = ()
     log_dir = Path(tempfile.mkdtemp(prefix="run.", dir=_mkdir(cache / "runs")))
