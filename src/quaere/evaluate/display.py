@@ -104,7 +104,10 @@ def render(evaluation: Evaluation, console: Console, all_rows: bool = False) -> 
     console.print(f"device {d.name}  driver {d.driver or '-'}  clocks sm {_fmt(d.sm_clock_mhz)} MHz mem {_fmt(d.mem_clock_mhz)} MHz")
     console.print(f"build {evaluation.build.status.value} ({evaluation.build.duration_s:.1f} s), audit "
                   f"{'clean' if not evaluation.audit else f'{len(evaluation.audit)} finding(s)'}")
-    if evaluation.correctness:
+    if evaluation.correctness and not evaluation.ran:
+        # One line, not a table of identical rows: nothing was executed.
+        console.print(f"correctness: {len(evaluation.correctness)} scenario(s) not run")
+    elif evaluation.correctness:
         console.print(correctness_table(evaluation, all_rows))
     if evaluation.benchmarks:
         console.print(benchmark_table(evaluation))
@@ -113,5 +116,10 @@ def render(evaluation: Evaluation, console: Console, all_rows: bool = False) -> 
     if evaluation.note:
         console.print(f"note: {evaluation.note}", markup=False)
     passed = sum(v.verdict.passed for v in evaluation.correctness)
+    if not evaluation.ran:
+        built = "built" if evaluation.built else "[red]build failed[/]"
+        audited = "audit clean" if evaluation.audit_clean else "[red]audit failed[/]"
+        console.print(f"[yellow]NOT RUN[/]: {built}, {audited}; no scenario was executed; wall {evaluation.wall_s:.1f} s")
+        return
     verdict = "[green]CORRECT[/]" if evaluation.correct else "[red]NOT CORRECT[/]"
     console.print(f"{verdict}: {passed}/{len(evaluation.correctness)} scenarios passed; wall {evaluation.wall_s:.1f} s")
