@@ -29,3 +29,13 @@ def test_many_scenarios_list_only_failures_unless_all() -> None:
 def test_few_scenarios_are_all_listed() -> None:
     text = rendered(False, 10)
     assert "s008" in text and "not listed" not in text
+
+
+def test_an_evaluation_that_ran_nothing_says_so_in_one_line() -> None:
+    verdicts = tuple(ScenarioVerdict(scenario_id=f"s{i:03d}", verdict=Verdict.NOT_RUN, seed=1) for i in range(50))
+    console = Console(record=True, width=160)
+    evaluation = make_evaluation().model_copy(update={"correctness": verdicts, "ran": False, "note": "no GPU"})
+    render(evaluation, console)
+    text = console.export_text()
+    assert "50 scenario(s) not run" in text and "s001" not in text
+    assert "NOT RUN: built, audit clean" in text and "NOT CORRECT" not in text
