@@ -72,6 +72,6 @@ def test_list_and_show():
     assert "measure.cycles-vs-wall" in listed.output and "bound.floor-per-scenario" not in listed.output
     shown = runner.invoke(app, ["bank", "show", "measure.cycles-vs-wall"])
     assert shown.exit_code == 0
-    assert "clock cycles" in shown.output and "confirmed by trace quaere-study-h200" in shown.output
+    assert "clock cycles" in shown.output and "confirmed by trace source-study-h200-family" in shown.output
     missing = runner.invoke(app, ["bank", "show", "measure.nope"])
     assert missing.exit_code == 2 and "measure.nope" in missing.output

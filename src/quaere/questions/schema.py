@@ -35,7 +35,10 @@ class Confirmed(Strict):
     status: Literal["confirmed"] = "confirmed"
     """The question was asked in a recorded campaign."""
     trace: str = Field(min_length=1)
-    """Name of the trace that shows it asked (e.g. 'quaere-study-h200')."""
+    """Name of the trace that shows it asked. 'source-study-h200-family' means: the source study's H200
+    traces (reported in its article, not yet published) show questions of this entry's family asked at
+    this moment; the match is by family, not by this entry's wording. Re-mark an entry with your own
+    campaign's trace once one shows it asked."""
 
 
 class Unverified(Strict):
