@@ -9,15 +9,16 @@ together never lose a count.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from quaere.jsonl import exclusive_lock
 
 STATE_FILE = "hooks.json"
 DEFAULT_MAX_BLOCKS = 50
@@ -104,16 +105,8 @@ def _write(path: Path, state: HookState) -> None:
     os.replace(tmp, path)
 
 
-@contextmanager
-def _locked(state_dir: Path) -> Iterator[None]:
-    state_dir.mkdir(parents=True, exist_ok=True)
-    fd = os.open(state_dir / f"{STATE_FILE}.lock", os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        os.close(fd)
+def _locked(state_dir: Path) -> AbstractContextManager[None]:
+    return exclusive_lock(state_dir / f"{STATE_FILE}.lock")
 
 
 def update_state(state_dir: Path, change: Callable[[HookState], Any]) -> HookState:

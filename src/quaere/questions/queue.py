@@ -7,17 +7,14 @@ lock file beside the queue for its read-decide-append, so two hooks cannot deliv
 
 from __future__ import annotations
 
-import fcntl
-import os
 import time
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from quaere.jsonl import append_line, read_lines
+from quaere.jsonl import append_line, exclusive_lock, read_lines
 from quaere.questions.sources import ChosenQuestion
 from quaere.workspace import Workspace
 
@@ -53,17 +50,8 @@ class QueueError(ValueError):
     """The queue file has a line of an unknown shape; the message names the file and the line."""
 
 
-@contextmanager
-def _locked(ws: Workspace) -> Iterator[None]:
-    lock = ws.question_queue.with_suffix(".lock")
-    lock.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        os.close(fd)
+def _locked(ws: Workspace) -> AbstractContextManager[None]:
+    return exclusive_lock(ws.question_queue.with_suffix(".lock"))
 
 
 def _lines(ws: Workspace) -> list[Push | Pop]:
