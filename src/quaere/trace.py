@@ -199,3 +199,16 @@ def read_trace(path: Path) -> TraceRead:
         except ValidationError as exc:
             problems.append(f"{path}: event {index + 1}: {exc.errors()[0]['msg']} ({obj.get('type', '?')})")
     return TraceRead(events=tuple(events), problems=tuple(problems))
+
+
+def current_session(events: tuple[TraceEvent, ...] | list[TraceEvent]) -> int:
+    """The campaign session in progress: the last ``session_start`` not followed by its ``session_end``;
+    0 outside a campaign. Lets a command the agent runs (``quaere eval``) tag its events without any
+    setting passed down to it."""
+    session = 0
+    for event in events:
+        if isinstance(event, SessionStart):
+            session = event.session
+        elif isinstance(event, SessionEnd) and event.session == session:
+            session = 0
+    return session

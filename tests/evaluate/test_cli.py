@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from quaere.evaluate.ledger import read_ledger
-from quaere.trace import EvaluationDone, read_trace
+from quaere.trace import EvaluationDone, SessionStart, TraceWriter, read_trace
 from tests.evaluate.conftest import CANDIDATES
 
 
@@ -58,3 +58,15 @@ def test_bad_scenarios_file_is_an_error_not_a_traceback(tmp_path: Path, cache_di
 def test_unknown_task_is_an_error(tmp_path: Path, cache_dir: Path) -> None:
     done = quaere("eval", "--task", "no_such_task", cwd=tmp_path, cache=cache_dir)
     assert done.returncode == 2 and "shipped tasks are" in done.stderr
+
+
+def test_eval_run_by_the_agent_tags_its_trace_event_with_the_open_session(
+    tmp_path: Path, cache_dir: Path, two_scenarios: Path
+) -> None:
+    assert quaere("init", "ws", "--task", "cpu_softmax", cwd=tmp_path, cache=cache_dir).returncode == 0
+    workspace = tmp_path / "ws"
+    TraceWriter(workspace / ".quaere" / "trace.jsonl").write(SessionStart(session=3, agent="scripted"))
+    done = quaere("eval", "--no-benchmark", "--scenarios", str(two_scenarios), cwd=workspace, cache=cache_dir)
+    assert done.returncode == 0, done.stderr
+    events = [e for e in read_trace(workspace / ".quaere" / "trace.jsonl").events if isinstance(e, EvaluationDone)]
+    assert [e.session for e in events] == [3]

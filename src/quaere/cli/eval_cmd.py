@@ -44,7 +44,7 @@ def eval_command(
     from quaere.evaluate.summary import to_trace_event
     from quaere.task.loader import load_task
     from quaere.task.spec import TaskError
-    from quaere.trace import TraceWriter
+    from quaere.trace import TraceWriter, current_session, read_trace
     from quaere.workspace import STATE_DIR, WorkspaceError, open_workspace
 
     try:
@@ -72,7 +72,8 @@ def eval_command(
     append_evaluation(ledger, evaluation)
     if workspace is not None:
         workspace.keep_version(source)
-        TraceWriter(workspace.trace).write(to_trace_event(evaluation, loaded.spec))
+        session = current_session(read_trace(workspace.trace).events)
+        TraceWriter(workspace.trace).write(to_trace_event(evaluation, loaded.spec).model_copy(update={"session": session}))
     if as_json:
         sys.stdout.write(evaluation.model_dump_json() + "\n")
     else:
