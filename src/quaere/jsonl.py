@@ -31,6 +31,17 @@ def exclusive_lock(lock_path: Path) -> Iterator[None]:
         os.close(fd)
 
 
+def read_json_file(path: Path, error: type[Exception], missing: str) -> Any:
+    """Parse one JSON file; a missing file raises ``error`` with ``missing`` as the reason, and a file that
+    is not JSON raises ``error`` naming the file and the parser's message, never a bare traceback."""
+    try:
+        return json.loads(path.read_text())
+    except FileNotFoundError:
+        raise error(f"{path}: {missing}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise error(f"{path}: not valid JSON: {exc}") from None
+
+
 class JsonlError(ValueError):
     """A line in the middle of a JSON-lines file is not valid JSON: the file was damaged."""
 

@@ -13,7 +13,6 @@ for ``quaere run --agent scripted --script FILE``, is a JSON list of these objec
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ from typing import Literal
 
 from quaere.agents.base import EndReason, HookSet, SessionLimits, SessionOutcome
 from quaere.agents.bash_tool import run_bash
+from quaere.jsonl import read_json_file
 from quaere.trace import AgentMessage, ToolCall, ToolResult, cut
 
 
@@ -49,12 +49,7 @@ def parse_actions(items: Sequence[object], origin: str = "script") -> list[Actio
 
 
 def load_script(path: Path) -> list[Action]:
-    try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise ScriptError(f"{path}: no such script file") from None
-    except json.JSONDecodeError as exc:
-        raise ScriptError(f"{path}: not valid JSON: {exc}") from None
+    data = read_json_file(path, ScriptError, "no such script file")
     if not isinstance(data, list):
         raise ScriptError(f"{path}: expected a JSON list of actions")
     return parse_actions(data, str(path))

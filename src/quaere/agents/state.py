@@ -17,6 +17,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from quaere.jsonl import read_json_file
+
 
 class StateError(ValueError):
     """The campaign state file is missing where it is needed, or malformed."""
@@ -69,12 +71,7 @@ def save_state(path: Path, state: CampaignState) -> None:
 
 def load_state(path: Path) -> CampaignState:
     """Read the state; raise :class:`StateError` naming the file when it is missing or malformed."""
-    try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise StateError(f"{path}: no campaign state here (start one without --resume)") from None
-    except json.JSONDecodeError as exc:
-        raise StateError(f"{path}: not valid JSON: {exc}") from None
+    data = read_json_file(path, StateError, "no campaign state here (start one without --resume)")
     try:
         return CampaignState.model_validate(data)
     except ValidationError as exc:

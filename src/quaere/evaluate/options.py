@@ -5,12 +5,12 @@ This module is the one place of the evaluator that reads the environment (the bu
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from quaere.jsonl import read_json_file
 from quaere.records import Scenario
 
 
@@ -58,12 +58,7 @@ def default_cache_dir() -> Path:
 
 def load_scenarios_file(path: Path) -> list[Scenario]:
     """Read a user's scenarios; raise :class:`ScenariosFileError` naming file, field and expectation."""
-    try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise ScenariosFileError(f"{path}: no such file (expected a JSON list of scenarios)") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ScenariosFileError(f"{path}: not valid JSON: {exc}") from None
+    data = read_json_file(path, ScenariosFileError, "no such file (expected a JSON list of scenarios)")
     if not isinstance(data, list) or not data:
         raise ScenariosFileError(f'{path}: expected a non-empty JSON list of {{"id": ..., "params": {{...}}}}')
     scenarios: list[Scenario] = []

@@ -8,13 +8,13 @@ passed). It passes when the evaluator finds the kernel correct.
 
 from __future__ import annotations
 
-import json
 import tempfile
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 from typing import Protocol
 
+from quaere.jsonl import read_json_file
 from quaere.records import Evaluation
 from quaere.report.export import MANIFEST, sha256_file
 from quaere.task.spec import TaskError, parse_task_toml
@@ -63,12 +63,7 @@ class BundleEvaluator(Protocol):
 
 def read_manifest(bundle: Path) -> dict:
     path = bundle / MANIFEST
-    try:
-        manifest = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise BundleError(f"{path}: no such file (is {bundle} a bundle written by quaere export?)") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise BundleError(f"{path}: not valid JSON: {exc}") from None
+    manifest = read_json_file(path, BundleError, f"no such file (is {bundle} a bundle written by quaere export?)")
     files = manifest.get("files") if isinstance(manifest, dict) else None
     if not isinstance(files, dict) or not all(isinstance(v, str) for v in files.values()):
         raise BundleError(f"{path}: field 'files' must map each relative path to its sha256")
