@@ -13,7 +13,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 class Record(BaseModel):
@@ -74,6 +74,8 @@ class Verdict(str, Enum):
     TIMED_OUT = "timed_out"  # the worker did not answer within the scenario's time limit
     OUT_OF_MEMORY = "out_of_memory"
     BANNED_AT_RUNTIME = "banned_at_runtime"  # a banned library was loaded while the candidate ran
+    SANDBOX_VIOLATION = "sandbox_violation"  # the runner was killed for a forbidden system call (fork, exec, ptrace...)
+    TAMPERED = "tampered"  # the runner's replies contradict what the judge itself observed
     HARNESS_WEAK = "harness_weak"  # a null candidate would pass this scenario: the check proves nothing
     HARNESS_ERROR = "harness_error"  # quaere itself failed; never counted as a pass
     NOT_RUN = "not_run"  # no device: nothing was executed
@@ -107,6 +109,8 @@ class TimingStatus(str, Enum):
     MEASURED = "measured"
     UNAVAILABLE = "unavailable"  # e.g. FA3 not installed: a skip is data
     FAILED = "failed"  # crashed, hung, wrong output while timed
+    HIDDEN_WORK = "hidden_work"  # work outside the timed interval (another stream, or a forged claim)
+    INPUTS_MEMOIZED = "inputs_memoized"  # a timed output repeats an earlier repetition's: work was skipped
 
 
 class Timing(Record):
@@ -141,6 +145,28 @@ class BenchmarkResult(Record):
         return b.median_ms / a.median_ms
 
 
+class Isolation(Record):
+    """What separated the candidate from the judge during this evaluation (what was in force, not asked for)."""
+
+    separate_process: bool = Field(default=True, description="The candidate ran in a runner process, never in the judge.")
+    seccomp: bool = Field(default=False, description="The runner's system-call filter was installed.")
+    landlock_abi: int = Field(default=0, description="Landlock ABI of the runner's file-system confinement; 0: none.")
+    threads_allowed: bool = Field(default=True, description="Whether candidate code could start threads.")
+    runner_uid: int = Field(default=-1, description="User id the runner ran as (-1 when it never started).")
+    judge_uid: int = Field(default=-1, description="User id of the judge.")
+    notes: tuple[str, ...] = Field(default=(), description="What could not be put in force here, and why.")
+
+    @property
+    def summary(self) -> str:
+        parts = ["separate runner process" if self.separate_process else "in-process"]
+        parts.append("seccomp" if self.seccomp else "no seccomp")
+        parts.append(f"landlock v{self.landlock_abi}" if self.landlock_abi else "no landlock")
+        parts.append("threads allowed" if self.threads_allowed else "no threads")
+        if self.runner_uid >= 0 and self.runner_uid != self.judge_uid:
+            parts.append(f"runner uid {self.runner_uid}")
+        return ", ".join(parts)
+
+
 class DeviceInfo(Record):
     name: str = Field(description="GPU name, or 'cpu:<model>' for CPU tasks.")
     driver: str = ""
@@ -162,6 +188,8 @@ class Evaluation(Record):
     audit: tuple[AuditFinding, ...] = ()
     correctness: tuple[ScenarioVerdict, ...] = ()
     benchmarks: tuple[BenchmarkResult, ...] = ()
+    isolation: Isolation = Field(default_factory=lambda: Isolation(separate_process=False),
+                                 description="What separated the candidate from the judge.")
     wall_s: float = 0.0
     note: str = ""
 

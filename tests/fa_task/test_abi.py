@@ -3,7 +3,6 @@ the build of the initial kernel with the task's own command and this machine's n
 
 from __future__ import annotations
 
-import ctypes
 import re
 import shutil
 import subprocess
@@ -20,8 +19,9 @@ ISSUE_ABI = """extern "C" int attention_forward(const void* q, const void* k, co
     int batch, int seqlen_q, int seqlen_k, int heads_q, int heads_kv,
     int head_dim, float softmax_scale, int causal,
     void* workspace, size_t workspace_bytes, void* stream)"""
-C_TO_CTYPES = {"void*": ctypes.c_void_p, "float*": ctypes.c_void_p, "int": ctypes.c_int, "float": ctypes.c_float,
-               "size_t": ctypes.c_size_t}
+# C parameter type -> the argument kinds of quaere.task.contract that the runner passes as that type.
+C_TO_ARG_KINDS = {"void*": {"pointer", "workspace", "stream"}, "float*": {"pointer"}, "int": {"i32"},
+                  "float": {"f32"}, "size_t": {"u64", "workspace_bytes"}}
 
 
 def normalized(declaration: str) -> str:
@@ -54,10 +54,16 @@ def test_kernel_declares_exactly_the_issue_abi(declaration):
     assert normalized(declaration) == normalized(ISSUE_ABI)
 
 
-def test_ctypes_signature_matches_the_declaration(task, declaration):
-    expected = [C_TO_CTYPES[t] for t in parameter_types(declaration)]
-    assert len(expected) == 16
-    assert task.module.ENTRY_ARGTYPES == expected
+def test_argument_list_matches_the_declaration(task, declaration):
+    """Every scenario's argument list has the declaration's 16 parameters, each of a kind the runner passes
+    as that C type, and names only the scenario's inputs and outputs."""
+    types = parameter_types(declaration)
+    assert len(types) == 16
+    for scenario in task.module.correctness_scenarios()[::20]:
+        args = task.module.arguments(scenario)
+        assert [a.kind in C_TO_ARG_KINDS[t] for a, t in zip(args, types, strict=True)] == [True] * 16
+        names = {a.name for a in args if a.kind == "pointer"}
+        assert names == {"q", "k", "v", "o", "lse"}
 
 
 def test_task_names_the_entry_point_and_bans_every_family(task):

@@ -94,6 +94,24 @@ class NumpyOps:
     def synchronize(self) -> None:
         """Nothing is asynchronous on the CPU."""
 
+    def int_view(self, array: Any) -> Any:
+        return self._ints(array)
+
+    def fill_ints(self, ints: Any, value: int) -> None:
+        ints[:] = value
+
+    def nbytes(self, array: Any) -> int:
+        return int(array.nbytes)
+
+    def dtype_name(self, array: Any) -> str:
+        return str(array.dtype)
+
+    def assign(self, view: Any, array: Any) -> None:
+        self.np.copyto(view, array)
+
+    def fill_bytes(self, view: Any, value: int) -> None:
+        view.fill(value)
+
     def workspace(self, nbytes: int) -> Any:
         return self.np.full(nbytes, WORKSPACE_FILL, dtype=self.np.uint8) if nbytes > 0 else None
 
@@ -196,6 +214,24 @@ class TorchCudaOps:
     def synchronize(self) -> None:
         if self.device.type == "cuda":
             self.torch.cuda.synchronize()
+
+    def int_view(self, array: Any) -> Any:
+        return self._ints(array)
+
+    def fill_ints(self, ints: Any, value: int) -> None:
+        ints.fill_(value)
+
+    def nbytes(self, array: Any) -> int:
+        return int(array.numel() * array.element_size())
+
+    def dtype_name(self, array: Any) -> str:
+        return str(array.dtype).removeprefix("torch.")
+
+    def assign(self, view: Any, array: Any) -> None:
+        view.copy_(array)
+
+    def fill_bytes(self, view: Any, value: int) -> None:
+        view.fill_(value)
 
     def workspace(self, nbytes: int) -> Any:
         if nbytes <= 0:

@@ -45,6 +45,12 @@ class EvalOptions(BaseModel):
     """Build and audit only, even where a device is present."""
     cache_dir: Path | None = None
     """Where builds and worker logs go; None uses :func:`default_cache_dir`."""
+    sandbox: bool = True
+    """Lock the candidate's runner in (seccomp, Landlock). Off only to diagnose the sandbox itself; the
+    record says what was in force either way."""
+    runner_threads: bool = False
+    """Let candidate code start threads. Off: its code runs only inside its own call, so nothing it does
+    can happen outside the timed interval or after its outputs are read."""
 
 
 def default_cache_dir() -> Path:
@@ -78,6 +84,11 @@ def load_scenarios_file(path: Path) -> list[Scenario]:
         seen.add(scenario.id)
         scenarios.append(scenario)
     return scenarios
+
+
+def process_environment() -> dict[str, str]:
+    """The environment the evaluator's processes start from (the judge's; runners get a short subset)."""
+    return dict(os.environ)
 
 
 def cuda_visible_devices() -> str | None:

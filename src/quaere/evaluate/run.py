@@ -7,7 +7,6 @@ to run, so a fast but wrong kernel never gets a speed figure.
 
 from __future__ import annotations
 
-import os
 import secrets
 import shutil
 import tempfile
@@ -17,7 +16,7 @@ from typing import Protocol
 
 from quaere.evaluate.build import build_source
 from quaere.evaluate.device import probe_device
-from quaere.evaluate.options import EvalOptions, default_cache_dir, load_scenarios_file
+from quaere.evaluate.options import EvalOptions, default_cache_dir, load_scenarios_file, process_environment
 from quaere.evaluate.stats import roofline_floor_ms
 from quaere.evaluate.supervisor import Supervisor, WorkerConfig
 from quaere.records import (
@@ -26,6 +25,7 @@ from quaere.records import (
     BuildResult,
     BuildStatus,
     Evaluation,
+    Isolation,
     Scenario,
     ScenarioVerdict,
     TimingStatus,
@@ -66,12 +66,13 @@ def _static_audit(build: BuildResult, banned: tuple[str, ...]) -> tuple[tuple[Au
 
 
 class _RuntimeGuard:
-    """The dlopen guard of the workers: their environment, and the findings in its log so far."""
+    """The dlopen guard of the runners: what their environment gains, and the findings in its log so far."""
 
-    def __init__(self, banned: tuple[str, ...], cache: Path, log_dir: Path, artifact: str) -> None:
+    def __init__(self, banned: tuple[str, ...], cache: Path, log_dir: Path, artifact: str,
+                 environment: dict[str, str]) -> None:
         self.banned, self.artifact = banned, Path(artifact)
         self.log_path = log_dir / "runtime-guard.log"
-        self.env = dict(os.environ)
+        self.env: dict[str, str] = {}
         self.note = ""
         self.inactive = ""
         """Why the log showed no guard at the last look ('' once it did); reported if it stays so."""
@@ -81,7 +82,7 @@ class _RuntimeGuard:
         from quaere.evaluate.runtime_guard import GuardUnavailable, guard_environment
 
         try:
-            self.env.update(guard_environment(cache / "runtime-guard", self.log_path))
+            self.env.update(guard_environment(cache / "runtime-guard", self.log_path, environment))
             self.active = True
         except GuardUnavailable as exc:
             self.note = f"dlopen guard unavailable ({exc}); only the maps diff watched run-time loads"
@@ -133,6 +134,11 @@ def _why_not_run(build: BuildResult, options: EvalOptions, reason: str) -> str:
     return f"no GPU ({reason}): nothing was run" if reason else ""
 
 
+MAX_TIMEOUTS = 3
+"""After this many scenarios timed out, the rest are not run: a kernel that hangs would otherwise cost
+every scenario's full time limit (20 scenarios x 20 s on the CPU task)."""
+
+
 def _correctness(
     task: Task, scenarios: list[Scenario], seed: int, options: EvalOptions, sup: Supervisor,
     guard: _RuntimeGuard, progress: Progress,
@@ -140,8 +146,14 @@ def _correctness(
     rule = task.spec.correctness
     timeout_s = options.scenario_timeout_s or rule.scenario_timeout_s
     progress.begin("correctness", len(scenarios))
-    verdicts = []
+    verdicts: list[ScenarioVerdict] = []
     for scenario in scenarios:
+        timeouts = sum(v.verdict is Verdict.TIMED_OUT for v in verdicts)
+        if timeouts >= MAX_TIMEOUTS:
+            why = f"not run: the candidate timed out on {timeouts} scenarios (limit {timeout_s:g} s each)"
+            verdicts.append(ScenarioVerdict(scenario_id=scenario.id, verdict=Verdict.NOT_RUN, seed=seed, detail=why))
+            progress.advance(f"{scenario.id}: not run")
+            continue
         mark = guard.mark()
         verdict = sup.check(scenario, seed, rule.factor, rule.floor, timeout_s)
         found = guard.findings_since(mark)
@@ -168,7 +180,7 @@ def _benchmarks(task: Task, seed: int, options: EvalOptions, sup: Supervisor, pr
     for scenario in scenarios:
         message = {"scenario": scenario.model_dump(mode="json"), "seed": seed, "factor": spec.correctness.factor,
                    "floor": spec.correctness.floor, "timing": spec.timing.model_dump(mode="json"),
-                   "comparisons": list(comparisons)}
+                   "comparisons": list(comparisons), "timeout_s": spec.correctness.scenario_timeout_s}
         timings = sup.time(message, impls, options.benchmark_timeout_s)
         flops = float(module.flops(scenario))
         bound_ms = roofline_floor_ms(flops, float(module.min_bytes(scenario)), spec.roofline.matrix_tflops,
@@ -213,8 +225,10 @@ def run_evaluation(task: Task, candidate: Path, options: EvalOptions, progress: 
     verdicts: tuple[ScenarioVerdict, ...] = ()
     benches: tuple[BenchmarkResult, ...] = ()
     log_dir = Path(tempfile.mkdtemp(prefix="run.", dir=_mkdir(cache / "runs")))
+    environment = process_environment()
+    isolation = Isolation(separate_process=False, notes=("nothing was run",))
     try:
-        guard = _RuntimeGuard(task.spec.banned, cache, log_dir, build.artifact)
+        guard = _RuntimeGuard(task.spec.banned, cache, log_dir, build.artifact, environment)
         kernels = {"candidate": build.artifact}
         if options.benchmark:  # built before the first worker starts, so every worker can load it
             initial = build_source(task.spec, task.initial_kernel, cache / "builds", task.folder, options.build_timeout_s)
@@ -222,8 +236,9 @@ def run_evaluation(task: Task, candidate: Path, options: EvalOptions, progress: 
                 kernels["initial"] = initial.artifact
             else:
                 notes.append("the initial kernel failed to build: it is not timed")
-        config = WorkerConfig(task_folder=task.folder, kernels=kernels, banned=task.spec.banned, env=guard.env,
-                              log_dir=log_dir, start_timeout_s=options.worker_start_timeout_s)
+        config = WorkerConfig(task_folder=task.folder, kernels=kernels, banned=task.spec.banned, env=environment,
+                              guard_env=guard.env, log_dir=log_dir, start_timeout_s=options.worker_start_timeout_s,
+                              sandbox=options.sandbox, threads=options.runner_threads)
         with Supervisor(config) as sup:
             if options.correctness:
                 verdicts = _correctness(task, scenarios, seed, options, sup, guard, progress)
@@ -233,11 +248,13 @@ def run_evaluation(task: Task, candidate: Path, options: EvalOptions, progress: 
             elif options.benchmark:
                 benches, note = _benchmarks(task, seed, options, sup, progress)
                 notes.extend(n for n in (note, sup.clock_note) if n)
+            isolation = sup.isolation
         audit = audit + tuple(f for f in guard.findings() if f not in audit)
         notes.extend(n for n in (guard.note, guard.inactive) if n)
     finally:
         shutil.rmtree(log_dir, ignore_errors=True)
-    return Evaluation(**base, audit=audit, ran=True, correctness=verdicts, benchmarks=benches,
+    notes.extend(f"isolation: {n}" for n in isolation.notes)
+    return Evaluation(**base, audit=audit, ran=True, correctness=verdicts, benchmarks=benches, isolation=isolation,
                       note="; ".join(notes), wall_s=time.monotonic() - started)
 
 

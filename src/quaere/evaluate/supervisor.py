@@ -1,10 +1,9 @@
-"""The parent's side of the worker: start it, send one request, and classify whatever happens.
+"""The parent's side of the judge process: start it, send one request, and classify whatever happens.
 
-A request that gets no reply within its time limit kills the worker's process group (``timed_out``); a
-worker that dies, by any signal or exit status, is ``crashed`` (``out_of_memory`` when it said so or was
-killed by SIGKILL, which on Linux is the kernel's OOM killer when it is not ours). Either way the next
-request starts a fresh worker. A failure to start (the candidate cannot be loaded, its constructor
-crashes) is remembered and given to every later scenario instead of restarting forever.
+The judge is trusted and never holds candidate code (its runners do, and it classifies their deaths
+itself: crashed, timed out, sandbox violation...). A judge that dies or does not answer in time is a
+harness failure (``harness_error``, ``out_of_memory`` when it said so), never a pass; the next request
+starts a fresh judge. A judge that fails to start is remembered and given to every later scenario.
 """
 
 from __future__ import annotations
@@ -22,7 +21,7 @@ from typing import Self
 
 from pydantic import ValidationError
 
-from quaere.records import Scenario, ScenarioVerdict, Timing, TimingStatus, Verdict
+from quaere.records import Isolation, Scenario, ScenarioVerdict, Timing, TimingStatus, Verdict
 
 STDERR_TAIL_BYTES = 3000
 
@@ -46,13 +45,13 @@ def describe_exit(returncode: int) -> str:
 
 
 class WorkerProcess:
-    """One worker subprocess in its own session (so a timeout kills everything it started)."""
+    """One judge subprocess in its own session (so a timeout kills everything it started)."""
 
     def __init__(self, env: dict[str, str], stderr_path: Path) -> None:
         self.stderr_path = stderr_path
         self._stderr = open(stderr_path, "ab")  # noqa: SIM115 - the child writes to it until close()
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "quaere.evaluate.worker"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            [sys.executable, "-m", "quaere.evaluate.judge"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=self._stderr, env=env, start_new_session=True,
         )
         self._pending = b""
@@ -71,8 +70,8 @@ class WorkerProcess:
             code = self.proc.returncode
         tail = self.stderr_tail()
         oom = "out of memory" in tail.lower() or code == -signal.SIGKILL
-        detail = f"worker {describe_exit(code)}" + (f"; stderr tail:\n{tail}" if tail else "")
-        return WorkerLost(Verdict.OUT_OF_MEMORY if oom else Verdict.CRASHED, detail)
+        detail = f"the judge {describe_exit(code)}" + (f"; stderr tail:\n{tail}" if tail else "")
+        return WorkerLost(Verdict.OUT_OF_MEMORY if oom else Verdict.HARNESS_ERROR, detail)
 
     def request(self, message: dict, timeout_s: float) -> dict:
         """Send one request and wait for its reply line; raise :class:`WorkerLost` otherwise."""
@@ -88,7 +87,7 @@ class WorkerProcess:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 self.kill()
-                raise WorkerLost(Verdict.TIMED_OUT, f"no answer within {timeout_s:g} s; worker killed")
+                raise WorkerLost(Verdict.HARNESS_ERROR, f"the judge gave no answer within {timeout_s:g} s; killed")
             ready, _, _ = select.select([fd], [], [], remaining)
             if ready:
                 chunk = os.read(fd, 1 << 16)
@@ -132,12 +131,22 @@ class WorkerProcess:
 
 @dataclass(frozen=True)
 class WorkerConfig:
+    """How to start the judge and, through it, its runners."""
+
     task_folder: Path
     kernels: dict[str, str]
     banned: tuple[str, ...]
     env: dict[str, str]
+    """The judge's environment (never the dlopen guard: the judge loads no candidate code)."""
+    guard_env: dict[str, str]
+    """Added to each runner's environment: the dlopen guard's LD_PRELOAD and log."""
     log_dir: Path
     start_timeout_s: float
+    sandbox: bool = True
+    threads: bool = False
+    judge_slack_s: float = 120.0
+    """Added to every request's own time limit before the parent gives up on the judge (references of a
+    long scenario, a runner's start-up)."""
 
 
 class Supervisor:
@@ -150,7 +159,9 @@ class Supervisor:
         self._start_failure: WorkerLost | None = None
         self.worker_deaths = 0
         self.clock_note = ""
-        """What the worker's timer could not do (e.g. reset persisting L2 lines), '' when nothing."""
+        """What the judge's timer could not do (e.g. reset persisting L2 lines), '' when nothing."""
+        self.isolation = Isolation(separate_process=False, notes=("no runner was started",))
+        """What separated the candidate from the judge, as the judge last reported it."""
 
     def __enter__(self) -> Self:
         return self
@@ -169,8 +180,11 @@ class Supervisor:
             self._worker.close()
         self._started += 1
         worker = WorkerProcess(self.config.env, self.config.log_dir / f"worker-{self._started}.stderr")
-        init = {"op": "init", "task": str(self.config.task_folder), "kernels": self.config.kernels,
-                "banned": list(self.config.banned)}
+        config = self.config
+        runner = {"log_dir": str(config.log_dir), "base_env": config.env, "guard_env": config.guard_env,
+                  "start_timeout_s": config.start_timeout_s, "sandbox": config.sandbox, "threads": config.threads}
+        init = {"op": "init", "task": str(config.task_folder), "kernels": config.kernels,
+                "banned": list(config.banned), "runner": runner}
         try:
             reply = worker.request(init, self.config.start_timeout_s)
         except WorkerLost as lost:
@@ -178,10 +192,7 @@ class Supervisor:
             raise self._start_failure from None
         if not reply.get("ok"):
             worker.close()
-            if "load_error" in reply:
-                self._start_failure = WorkerLost(Verdict.CRASHED, reply["load_error"])
-            else:
-                self._start_failure = WorkerLost(Verdict.HARNESS_ERROR, f"worker failed to start: {reply.get('error')}")
+            self._start_failure = WorkerLost(Verdict.HARNESS_ERROR, f"the judge failed to start: {reply.get('error')}")
             raise self._start_failure
         self._worker = worker
         return worker
@@ -195,14 +206,16 @@ class Supervisor:
             worker.close()
             self._worker = None
             raise
-        if reply.get("fault") or not reply.get("ok"):
-            worker.close()  # the worker leaves after a fault; after a harness error we start afresh too
+        if not reply.get("ok"):
+            worker.close()  # after a harness error we start afresh
             self._worker = None
+        if isinstance(reply.get("isolation"), dict):
+            self.isolation = Isolation.model_validate(reply["isolation"])
         return reply
 
     def check(self, scenario: Scenario, seed: int, factor: float, floor: float, timeout_s: float) -> ScenarioVerdict:
         message = {"op": "check", "scenario": scenario.model_dump(mode="json"), "seed": seed, "factor": factor,
-                   "floor": floor}
+                   "floor": floor, "timeout_s": timeout_s}
         started = time.monotonic()
 
         def verdict(v: Verdict, detail: str) -> ScenarioVerdict:
@@ -210,7 +223,7 @@ class Supervisor:
                                    duration_s=time.monotonic() - started)
 
         try:
-            reply = self._send(message, timeout_s)
+            reply = self._send(message, timeout_s + self.config.judge_slack_s)
         except WorkerLost as lost:
             return verdict(lost.verdict, lost.detail)
         if not reply.get("ok"):
@@ -224,15 +237,16 @@ class Supervisor:
         return result.model_copy(update={"duration_s": time.monotonic() - started})
 
     def time(self, message: dict, impls: tuple[str, ...], timeout_s: float) -> list[Timing]:
-        """Timings for ``impls`` (in order); every one FAILED with the reason when the worker is lost."""
+        """Timings for ``impls`` (in order); every one FAILED with the reason when the judge is lost.
+
+        ``message`` carries ``timeout_s``, the limit of each runner call; ``timeout_s`` here bounds the
+        whole request (every implementation, warm-up and repetitions)."""
         try:
-            reply = self._send({"op": "time", **message}, timeout_s)
+            reply = self._send({"op": "time", **message}, timeout_s + self.config.judge_slack_s)
         except WorkerLost as lost:
             return [Timing(impl=i, status=TimingStatus.FAILED, detail=f"{lost.verdict.value}: {lost.detail}") for i in impls]
-        if reply.get("fault") or not reply.get("ok"):
-            fault = reply.get("verdict") if isinstance(reply.get("verdict"), dict) else {}
-            detail = str(fault.get("detail", "worker fault")) if reply.get("fault") else str(reply.get("error"))
-            return [Timing(impl=i, status=TimingStatus.FAILED, detail=detail) for i in impls]
+        if not reply.get("ok"):
+            return [Timing(impl=i, status=TimingStatus.FAILED, detail=str(reply.get("error"))) for i in impls]
         self.clock_note = str(reply.get("clock_note", "") or self.clock_note)
         try:
             return [Timing.model_validate(t) for t in reply["timings"]]

@@ -1,12 +1,11 @@
-"""Interleaved timing of several implementations of one benchmark scenario (runs inside the worker).
+"""Interleaved timing of several implementations of one benchmark scenario (runs in the judge).
 
 Per implementation: warm-up for ``warmup_ms``, a repetition count from the ms budget (clamped to
 [min_reps, max_reps]), spread over ``rounds`` rounds whose implementation order is shuffled each round.
-Before each repetition, outside the timed region: the output is freshly poisoned, the persisting L2 lines
-are reset and the cache is flushed by writing a buffer larger than it. One start/stop pair per repetition
-(device events on CUDA, ``perf_counter_ns`` on the CPU), then a device-wide synchronize; after it, outside
-the timed region again, the output is checked. A failed check or a raised error ends that implementation's
-timing with ``FAILED`` and the reason. Raw samples are kept.
+What one repetition is belongs to the implementation (:class:`Repeatable`): in the judge's timing, fresh
+input contents, a freshly poisoned output, a flushed cache, one start/stop pair, then a check of the output
+outside the timed region. A failed repetition ends that implementation's timing with its status and reason.
+Raw samples are kept.
 """
 
 from __future__ import annotations
@@ -35,22 +34,45 @@ class Clock(Protocol):
         """Evict the caches (and reset persisting L2 lines where that exists)."""
         ...
 
+    def cover(self) -> None:
+        """Keep the device busy while a call is being enqueued (see :meth:`CudaClock.cover`)."""
+        ...
+
     def time_call(self, call: Callable[[], None]) -> float:
         """Run ``call`` once and return its duration in ms, after a device-wide synchronize."""
         ...
 
 
-@dataclass
-class Impl:
-    """One implementation to time: its call, an untimed preparation, and an untimed output check."""
+class TimingFailure(RuntimeError):
+    """One repetition failed; ``status`` says how (``failed``, ``hidden_work``, ``inputs_memoized``)."""
+
+    def __init__(self, status: TimingStatus, detail: str) -> None:
+        super().__init__(detail)
+        self.status = status
+        self.detail = detail
+
+
+class Repeatable(Protocol):
+    """One implementation under timing: ``rep(index)`` runs one repetition and returns its time in ms
+    (raising :class:`TimingFailure` or any error when it fails); the timer keeps samples and failures."""
 
     name: str
-    call: Callable[[], None]
-    prepare: Callable[[], None] = lambda: None
-    check: Callable[[], str] = lambda: ""
-    """Returns '' when the last call's output is good, else why not."""
+
+    def rep(self, index: int) -> float: ...
+
+
+@dataclass
+class Run:
+    """What the timer learned about one implementation."""
+
+    impl: Repeatable
     samples_ms: list[float] = field(default_factory=list)
     failure: str = ""
+    status: TimingStatus = TimingStatus.MEASURED
+
+    @property
+    def name(self) -> str:
+        return self.impl.name
 
 
 class CpuClock:
@@ -67,6 +89,9 @@ class CpuClock:
         if self._buffer is not None:
             self._value = (self._value + 1) % 251
             self._buffer.fill(self._value)
+
+    def cover(self) -> None:
+        """Nothing to cover on the CPU: the call is timed from the host."""
 
     def time_call(self, call: Callable[[], None]) -> float:
         start = time.perf_counter_ns()
@@ -119,14 +144,21 @@ class CudaClock:
             self._reset, self.note = None, "cuCtxResetPersistingL2Cache failed; L2 flushed by overwrite only"
         self._buffer.fill_(0x5A)
 
+    def cover(self) -> None:
+        """Keep the device busy for ~0.2 ms from now (enqueued, not waited for).
+
+        Before an in-process call it hides the host's launch overhead (a Python wrapper can take tens of
+        microseconds, more than a short kernel) from the events, the same way for every implementation.
+        Before a runner's call it does more: the runner's context cannot run while the judge's context is
+        busy (contexts of different processes time-slice, never overlap), so everything the candidate
+        enqueues, on any of its streams, starts after the cover, when the runner's start event does.
+        """
+        self.torch.cuda._sleep(HOST_COVER_CYCLES)
+
     def time_call(self, call: Callable[[], None]) -> float:
         torch = self.torch
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        # Keep the device busy while the host records the start event and enqueues the call: otherwise
-        # the host's launch overhead (a Python wrapper can take tens of microseconds, more than a short
-        # kernel) lands between the two events and is charged to some implementations more than others.
-        # What is timed is device time, the same way for every implementation.
-        torch.cuda._sleep(HOST_COVER_CYCLES)
+        self.cover()
         start.record()
         call()
         end.record()
@@ -144,64 +176,53 @@ def _persisting_l2_reset() -> tuple[Callable[[], Any] | None, str]:
     return reset, ""
 
 
-def _run_checked(impl: Impl, clock: Clock) -> float:
-    impl.prepare()
-    clock.flush()
-    elapsed = clock.time_call(impl.call)
-    problem = impl.check()
-    if problem:
-        raise OutputMismatch(problem)
-    return elapsed
-
-
-class OutputMismatch(RuntimeError):
-    """A timed call's output differs from the verified untimed output."""
-
-
-def _attempt(impl: Impl, action: Callable[[], None]) -> None:
+def _attempt(run: Run, action: Callable[[], None]) -> None:
     try:
         action()
-    except OutputMismatch as exc:
-        impl.failure = f"output of a timed call: {exc}"
+    except TimingFailure as exc:
+        run.failure, run.status = exc.detail, exc.status
     except Exception as exc:  # noqa: BLE001 - the implementation's own error ends its timing, not the scenario's
-        impl.failure = f"{type(exc).__name__}: {exc}"
+        run.failure, run.status = f"{type(exc).__name__}: {exc}", TimingStatus.FAILED
 
 
-def time_interleaved(impls: list[Impl], rule: TimingRule, clock: Clock, rng: random.Random) -> None:
-    """Fill each impl's ``samples_ms`` (or its ``failure``) following ``rule``."""
+def time_interleaved(impls: list[Repeatable], rule: TimingRule, rng: random.Random) -> list[Run]:
+    """Runs of ``impls`` (same order) with samples or a failure, following ``rule``."""
+    runs = [Run(impl) for impl in impls]
+    counter = iter(range(1 << 62))  # every repetition, warm-up included, gets its own index (its inputs)
     plan: dict[str, list[int]] = {}
-    for impl in impls:
+    for run in runs:
         warm: list[float] = []
 
-        def warm_up(impl: Impl = impl, warm: list[float] = warm) -> None:
+        def warm_up(run: Run = run, warm: list[float] = warm) -> None:
             deadline = time.perf_counter() + rule.warmup_ms / 1e3
             while len(warm) < 2 or time.perf_counter() < deadline:
-                warm.append(_run_checked(impl, clock))
+                warm.append(run.impl.rep(next(counter)))
 
-        _attempt(impl, warm_up)
+        _attempt(run, warm_up)
         per_call = stats.median(warm[1:] or warm)
         reps = stats.reps_from_budget(rule.budget_ms, per_call, rule.min_reps, rule.max_reps)
-        plan[impl.name] = stats.split_into_rounds(reps, rule.rounds)
+        plan[run.name] = stats.split_into_rounds(reps, rule.rounds)
     for round_index in range(rule.rounds):
-        order = list(impls)
+        order = list(runs)
         rng.shuffle(order)
-        for impl in order:
-            chunk = plan[impl.name]
-            if impl.failure or round_index >= len(chunk):
+        for run in order:
+            chunk = plan[run.name]
+            if run.failure or round_index >= len(chunk):
                 continue
 
-            def repeat(impl: Impl = impl, count: int = chunk[round_index]) -> None:
+            def repeat(run: Run = run, count: int = chunk[round_index]) -> None:
                 for _ in range(count):
-                    impl.samples_ms.append(_run_checked(impl, clock))
+                    run.samples_ms.append(run.impl.rep(next(counter)))
 
-            _attempt(impl, repeat)
+            _attempt(run, repeat)
+    return runs
 
 
-def to_timing(impl: Impl, flops: float) -> Timing:
-    if impl.failure:
-        return Timing(impl=impl.name, status=TimingStatus.FAILED, samples_ms=tuple(impl.samples_ms), detail=impl.failure)
-    median_ms = stats.median(impl.samples_ms)
+def to_timing(run: Run, flops: float) -> Timing:
+    if run.failure:
+        return Timing(impl=run.name, status=run.status, samples_ms=tuple(run.samples_ms), detail=run.failure)
+    median_ms = stats.median(run.samples_ms)
     return Timing(
-        impl=impl.name, status=TimingStatus.MEASURED, samples_ms=tuple(impl.samples_ms), median_ms=median_ms,
-        spread_ms=stats.iqr(impl.samples_ms), tflops=stats.tflops(flops, median_ms),
+        impl=run.name, status=TimingStatus.MEASURED, samples_ms=tuple(run.samples_ms), median_ms=median_ms,
+        spread_ms=stats.iqr(run.samples_ms), tflops=stats.tflops(flops, median_ms),
     )

@@ -1,15 +1,15 @@
 """The contract between quaere and a task's Python module (``task.py`` beside ``task.toml``).
 
 A task module is a plain Python file exposing the functions of :class:`TaskModule` at module level. The
-evaluator's worker imports it, draws inputs with it, lets it launch the candidate's C ABI entry point, and
-asks it for the two references. Arrays are the task's own kind: numpy arrays for a ``device = "cpu"``
+evaluator's judge imports it, draws inputs with it, asks it for the two references, and asks it for the
+entry point's arguments *as data* (:func:`arguments`): the candidate runs in a separate runner process
+that never imports the task module, and the judge turns the list into pointers into the buffers it owns. Arrays are the task's own kind: numpy arrays for a ``device = "cpu"``
 task, torch tensors on the GPU for a ``device = "cuda"`` task; the harness touches them only through
 :class:`ArrayOps` of the same kind (poison, guard bytes, checksums, error norms).
 """
 
 from __future__ import annotations
 
-import ctypes
 from dataclasses import dataclass
 from typing import Any, Callable, Literal, Protocol, runtime_checkable
 
@@ -30,6 +30,71 @@ class OutputSpec:
 
     shape: tuple[int, ...]
     dtype: str  # "float32", "bfloat16", "float16"
+
+
+ArgKind = Literal["pointer", "workspace", "workspace_bytes", "stream", "i32", "i64", "u64", "f32", "f64"]
+
+
+@dataclass(frozen=True)
+class Arg:
+    """One argument of the C entry point, in order: a pointer to a named input or output, the workspace
+    (a pointer, or NULL when the task asks for none) and its size in bytes, the stream to launch on (NULL
+    on the CPU), or a scalar of a C type (``i32`` = int, ``i64`` = long long, ``u64`` = size_t,
+    ``f32`` = float, ``f64`` = double)."""
+
+    kind: ArgKind
+    name: str = ""
+    value: int | float = 0
+
+
+def pointer(name: str) -> Arg:
+    return Arg("pointer", name=name)
+
+
+def workspace() -> Arg:
+    return Arg("workspace")
+
+
+def workspace_size() -> Arg:
+    return Arg("workspace_bytes")
+
+
+def stream() -> Arg:
+    return Arg("stream")
+
+
+def i32(value: int) -> Arg:
+    return Arg("i32", value=int(value))
+
+
+def i64(value: int) -> Arg:
+    return Arg("i64", value=int(value))
+
+
+def u64(value: int) -> Arg:
+    return Arg("u64", value=int(value))
+
+
+def f32(value: float) -> Arg:
+    return Arg("f32", value=float(value))
+
+
+def f64(value: float) -> Arg:
+    return Arg("f64", value=float(value))
+
+
+@dataclass(frozen=True)
+class Sample:
+    """A few elements of the outputs and their two references, to verify a timed output cheaply.
+
+    ``take(outputs)`` returns, per output name, the sampled elements of those outputs (same shape as the
+    references here); the judge compares them with ``fp32`` under the bound it measured on the full
+    untimed check.
+    """
+
+    take: Callable[[Arrays], Arrays]
+    fp32: Arrays
+    low: Arrays
 
 
 # A comparison: given the scenario and the inputs, return a zero-argument callable that computes the
@@ -59,10 +124,8 @@ class TaskModule(Protocol):
         """Scratch bytes handed to the entry point (0 for none)."""
         ...
 
-    def launch(
-        self, entry: ctypes._CFuncPtr, inputs: Arrays, outputs: Arrays, scenario: Scenario, workspace: Array | None
-    ) -> int:
-        """Call the C ABI entry point on these arrays; return its status code (0 = success)."""
+    def arguments(self, scenario: Scenario) -> list[Arg]:
+        """The entry point's arguments for ``scenario``, in order (see :class:`Arg`); it returns int status."""
         ...
 
     def reference(self, scenario: Scenario, inputs: Arrays, precision: Precision) -> Arrays:
@@ -82,13 +145,19 @@ class TaskModule(Protocol):
         ...
 
 
+OPTIONAL_FUNCTIONS: tuple[str, ...] = ("sample",)
+"""``sample(scenario, inputs, seed) -> Sample``: a few output elements and their references, so that every
+timed output can be verified without the full reference (which can cost more than the kernel). Without
+it the judge computes both full references for every timed call."""
+
+
 REQUIRED_FUNCTIONS: tuple[str, ...] = (
     "correctness_scenarios",
     "benchmark_scenarios",
     "make_inputs",
     "output_specs",
     "workspace_bytes",
-    "launch",
+    "arguments",
     "reference",
     "flops",
     "min_bytes",

@@ -6,13 +6,12 @@ References: ``fp32`` is computed in float64 (the exact answer to float32 inputs,
 
 from __future__ import annotations
 
-import ctypes
 import zlib
 
 import numpy as np
 
 from quaere.records import Scenario
-from quaere.task.contract import OutputSpec
+from quaere.task.contract import Arg, OutputSpec, i32, pointer
 
 # (rows, cols, scale, offset): the input is normal(offset, scale). Odd sizes, single rows and columns,
 # and large values (a kernel that forgets to subtract the row maximum overflows exp and returns NaN).
@@ -63,14 +62,10 @@ def workspace_bytes(scenario: Scenario) -> int:
     return 0
 
 
-def launch(entry, inputs, outputs, scenario, workspace) -> int:
+def arguments(scenario: Scenario) -> list[Arg]:
+    """``int softmax_rows(const float* x, float* y, int rows, int cols)``."""
     rows, cols = _shape(scenario)
-    x, y = inputs["x"], outputs["y"]
-    if not (x.flags.c_contiguous and y.flags.c_contiguous):
-        raise ValueError("softmax_rows needs C-contiguous arrays")
-    entry.restype = ctypes.c_int
-    entry.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_int]
-    return int(entry(x.ctypes.data, y.ctypes.data, rows, cols))
+    return [pointer("x"), pointer("y"), i32(rows), i32(cols)]
 
 
 def _softmax(x: np.ndarray, dtype: type) -> np.ndarray:

@@ -82,3 +82,25 @@ def _block(torch: Any, q: Any, k: Any, v: Any, rows: range, seqlen_q: int, causa
     probs = scores.sub_(torch.where(masked_row, torch.zeros_like(lse.unsqueeze(-1)), lse.unsqueeze(-1))).exp_()
     o = torch.matmul(probs.to(v.dtype), v)
     return o, lse
+
+
+def attention_rows(q: Any, k: Any, v: Any, b: Any, i: Any, h: Any, causal: bool, scale: float,
+                   precision: str) -> tuple[Any, Any]:
+    """Rows (b[n], i[n], h[n]) of :func:`attention`: o [N, D] and lse [N], computed one row at a time with
+    the same arithmetic (so a timed output can be spot-checked without the whole reference)."""
+    import torch
+
+    if precision not in ("fp32", "low"):
+        raise ValueError(f"precision is {precision!r}; expected 'fp32' or 'low'")
+    work = torch.float32 if precision == "fp32" else torch.bfloat16
+    seqlen_q, group = q.shape[1], q.shape[2] // k.shape[2]
+    rows_o, rows_lse = [], []
+    with exact_fp32_matmul(torch):
+        for bn, iq, hq in zip(b.tolist(), i.tolist(), h.tolist(), strict=True):
+            qr = q[bn, iq, hq].to(work)[None, None, :]
+            kr = k[bn, :, hq // group].to(work)[None]
+            vr = v[bn, :, hq // group].to(work)[None]
+            ob, lb = _block(torch, qr, kr, vr, range(iq, iq + 1), seqlen_q, causal, scale)
+            rows_o.append(ob[0, 0])
+            rows_lse.append(lb[0, 0])
+    return torch.stack(rows_o).to(work), torch.stack(rows_lse)

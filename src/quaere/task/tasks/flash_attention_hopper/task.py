@@ -8,7 +8,6 @@ functions that need it, so the task loads, lists its scenarios and counts its FL
 
 from __future__ import annotations
 
-import ctypes
 import importlib.util
 import sys
 from pathlib import Path
@@ -16,16 +15,22 @@ from types import ModuleType
 from typing import Any
 
 from quaere.records import Scenario
-from quaere.task.contract import Arrays, Comparison, OutputSpec, Precision
-
-WORKSPACE_BYTES = 1 << 20  # room for a tile-scheduler counter or small split-KV partials; contents undefined
-ENTRY_ARGTYPES = (
-    [ctypes.c_void_p] * 5  # q, k, v, o, lse
-    + [ctypes.c_int] * 6  # batch, seqlen_q, seqlen_k, heads_q, heads_kv, head_dim
-    + [ctypes.c_float, ctypes.c_int]  # softmax_scale, causal
-    + [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]  # workspace, workspace_bytes, stream
+from quaere.task.contract import (
+    Arg,
+    Arrays,
+    Comparison,
+    OutputSpec,
+    Precision,
+    Sample,
+    f32,
+    i32,
+    pointer,
+    stream,
+    workspace,
+    workspace_size,
 )
 
+WORKSPACE_BYTES = 1 << 20  # room for a tile-scheduler counter or small split-KV partials; contents undefined
 
 def _sibling(name: str) -> ModuleType:
     """Import ``name``.py from this task folder, once per process."""
@@ -83,28 +88,16 @@ def workspace_bytes(scenario: Scenario) -> int:
     return WORKSPACE_BYTES
 
 
-def _pointer(array: Any, name: str) -> int:
-    if not array.is_contiguous():
-        raise ValueError(f"{name} must be contiguous for the C ABI (got strides {tuple(array.stride())})")
-    return array.data_ptr()
-
-
-def launch(entry: Any, inputs: Arrays, outputs: Arrays, scenario: Scenario, workspace: Any) -> int:
-    """Call ``attention_forward`` on the current stream; returns its status (0 = success)."""
-    import torch
-
+def arguments(scenario: Scenario) -> list[Arg]:
+    """``int attention_forward(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, head_dim,
+    softmax_scale, causal, workspace, workspace_bytes, stream)``; see README.md beside this file."""
     shape = shape_of(scenario)
-    entry.argtypes = ENTRY_ARGTYPES
-    entry.restype = ctypes.c_int
-    ws_pointer = workspace.data_ptr() if workspace is not None else None
-    ws_bytes = workspace.numel() * workspace.element_size() if workspace is not None else 0
-    status = entry(
-        _pointer(inputs["q"], "q"), _pointer(inputs["k"], "k"), _pointer(inputs["v"], "v"),
-        _pointer(outputs["o"], "o"), _pointer(outputs["lse"], "lse"),
-        shape.batch, shape.seqlen_q, shape.seqlen_k, shape.heads_q, shape.heads_kv, shape.head_dim,
-        shape.softmax_scale, int(shape.causal), ws_pointer, ws_bytes, torch.cuda.current_stream().cuda_stream,
-    )
-    return int(status)
+    return [
+        pointer("q"), pointer("k"), pointer("v"), pointer("o"), pointer("lse"),
+        i32(shape.batch), i32(shape.seqlen_q), i32(shape.seqlen_k), i32(shape.heads_q), i32(shape.heads_kv),
+        i32(shape.head_dim), f32(shape.softmax_scale), i32(int(shape.causal)), workspace(), workspace_size(),
+        stream(),
+    ]
 
 
 def reference(scenario: Scenario, inputs: Arrays, precision: Precision) -> Arrays:
@@ -114,6 +107,32 @@ def reference(scenario: Scenario, inputs: Arrays, precision: Precision) -> Array
         inputs["q"], inputs["k"], inputs["v"], shape.causal, shape.softmax_scale, precision
     )
     return {"o": o, "lse": lse}
+
+
+SAMPLE_ROWS = 16  # query rows verified per timed call (every head dim: <= 16 x Sk x D fp32 values at once)
+
+
+def sample(scenario: Scenario, inputs: Arrays, seed: int) -> Sample:
+    """``SAMPLE_ROWS`` random (batch, query, head) rows of o and lse with both references of those rows."""
+    import torch
+
+    shape = shape_of(scenario)
+    generator = torch.Generator(device="cpu")
+    generator.manual_seed(seed)
+    count = SAMPLE_ROWS
+
+    def draw(high: int) -> Any:
+        return torch.randint(0, high, (count,), generator=generator).to("cuda")
+
+    b, i, h = draw(shape.batch), draw(shape.seqlen_q), draw(shape.heads_q)
+    rows = _sibling("reference").attention_rows
+    o32, lse32 = rows(inputs["q"], inputs["k"], inputs["v"], b, i, h, shape.causal, shape.softmax_scale, "fp32")
+    o16, lse16 = rows(inputs["q"], inputs["k"], inputs["v"], b, i, h, shape.causal, shape.softmax_scale, "low")
+
+    def take(outputs: Arrays) -> Arrays:
+        return {"o": outputs["o"][b, i, h], "lse": outputs["lse"][b, h, i]}
+
+    return Sample(take=take, fp32={"o": o32, "lse": lse32}, low={"o": o16, "lse": lse16})
 
 
 def flops(scenario: Scenario) -> float:

@@ -1,0 +1,76 @@
+"""The runner's sandbox as the judge configures it: which folders it may read and write, its environment.
+
+Reads are allowed under the system folders, Python's own folders (the interpreter, its libraries, the
+installed packages and quaere's source), the CUDA driver and toolkit folders, and the folder of the built
+library; nothing else: not the home folder in general, not the workspace, not the evaluator's store or
+keys. Writes only under the runner's scratch folder (its HOME and TMPDIR), the evaluation's log folder
+(the dlopen guard writes there) and ``/dev`` (the GPU's device files are opened read-write).
+
+The environment is rebuilt from a short list rather than inherited: an agent that sets ``LD_PRELOAD`` or
+``PYTHONSTARTUP`` around ``quaere eval`` does not reach the runner through it.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+import quaere
+
+SYSTEM_READ_ROOTS = ("/usr", "/lib", "/lib32", "/lib64", "/bin", "/sbin", "/etc", "/opt", "/proc", "/sys", "/dev",
+                     "/run", "/var/lib", "/snap")
+INHERITED_ENV = ("PATH", "LD_LIBRARY_PATH", "PYTHONPATH", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "LANG",
+                 "LC_ALL", "NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES")
+
+
+def _existing(paths: Iterable[str]) -> list[str]:
+    seen: dict[str, None] = {}
+    for path in paths:
+        if path:
+            real = os.path.realpath(path)
+            if os.path.isdir(real):
+                seen[real] = None
+    return list(seen)
+
+
+def read_roots(libraries: Iterable[str], env: Mapping[str, str], cwd: str) -> tuple[str, ...]:
+    """Folders the runner may read: system, Python, quaere, CUDA, and each library's own folder.
+
+    ``cwd`` (where ``quaere eval`` was started, often the workspace) is left out even when it is on
+    ``sys.path``: the runner starts in its scratch folder and never needs it.
+    """
+    python = [sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.realpath(sys.executable))]
+    path_entries = [p for p in sys.path if p and os.path.realpath(p) != os.path.realpath(cwd)]
+    package = [str(Path(quaere.__file__).resolve().parent.parent)]
+    cuda = [env.get("CUDA_HOME", ""), "/usr/local/cuda", "/usr/local/nvidia"]
+    library_paths = env.get("LD_LIBRARY_PATH", "").split(":")
+    own = [os.path.dirname(os.path.realpath(lib)) for lib in libraries]
+    return tuple(_existing([*SYSTEM_READ_ROOTS, *python, *path_entries, *package, *cuda, *library_paths, *own]))
+
+
+def runner_env(base: Mapping[str, str], scratch: Path, extra: Mapping[str, str]) -> dict[str, str]:
+    """The runner's environment: a few inherited variables, its scratch folder as HOME/TMPDIR/CUDA cache,
+    and ``extra`` (the dlopen guard's LD_PRELOAD and log)."""
+    env = {key: base[key] for key in INHERITED_ENV if key in base}
+    env.update({"HOME": str(scratch), "TMPDIR": str(scratch), "CUDA_CACHE_PATH": str(scratch / "nv"),
+                "PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "" if _user_site_needed() else "1"})
+    if not env["PYTHONNOUSERSITE"]:
+        del env["PYTHONNOUSERSITE"]
+    env.update(extra)
+    return env
+
+
+def _user_site_needed() -> bool:
+    """quaere installed with ``pip --user`` needs the user site; otherwise the runner does without it."""
+    import site
+
+    user_site = site.getusersitepackages() if hasattr(site, "getusersitepackages") else ""
+    return bool(user_site) and Path(quaere.__file__).resolve().is_relative_to(os.path.realpath(user_site))
+
+
+def policy(enabled: bool, threads: bool, reads: tuple[str, ...], writes: tuple[str, ...]) -> dict:
+    """The runner's :class:`quaere.runner.sandbox.Policy` as the JSON it is started with."""
+    return {"seccomp": enabled, "landlock": enabled, "threads": threads, "read_roots": list(reads),
+            "write_roots": list(writes)}

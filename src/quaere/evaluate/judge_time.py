@@ -1,0 +1,276 @@
+"""One benchmark scenario timed by the judge: the candidate and the initial kernel in their runners, the
+comparisons in the judge itself, interleaved (see :mod:`.timing`).
+
+Every repetition, of every implementation, gets fresh input contents written by the judge into the shared
+input buffers (a result cached by input pointer or content is stale by the next call), and the two native
+implementations alternate between two output sets (cached output pointers gain nothing). Every timed
+output of a native implementation is verified: unwritten elements, guard bytes, untouched inputs, and a
+sample of the output against an fp32 computation on that repetition's inputs. An output equal to an
+earlier repetition's is ``inputs_memoized``.
+
+The device time a runner reports is a claim. The judge bounds it with its own clock: the runner's context
+cannot start before the judge's cover ends (contexts time-slice), so the judge's wall time for the request
+minus the claimed device time is the same for every honest kernel (round trip, context switch, the
+cover); a candidate whose difference exceeds the trusted initial kernel's by more than the task's slack,
+or whose device work went on after its end event (``drain``), is ``hidden_work``.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from quaere.evaluate import stats
+from quaere.evaluate.correctness import Rule, judge_error
+from quaere.evaluate.judge_state import JudgeState
+from quaere.evaluate.runner_client import RunnerLost, RunnerProcess
+from quaere.evaluate.scenario_buffers import ScenarioBuffers
+from quaere.evaluate.timing import TimingFailure, time_interleaved, to_timing
+from quaere.records import Scenario, Timing, TimingStatus, Verdict
+from quaere.task.contract import ComparisonUnavailable, Sample
+from quaere.task.spec import TimingRule
+
+NATIVE = ("candidate", "initial")
+
+
+def rep_seed(seed: int, index: int) -> int:
+    """The input seed of repetition ``index`` (never the correctness seed itself)."""
+    return (seed * 1_000_003 + 7919 * (index + 1)) % (2**31 - 1)
+
+
+@dataclass
+class Context:
+    """What every implementation of one timed scenario shares."""
+
+    state: JudgeState
+    scenario: Scenario
+    seed: int
+    rule: Rule
+    timing: TimingRule
+    buffers: ScenarioBuffers
+    timeout_s: float
+    bounds: dict[str, float] = field(default_factory=dict)
+    """Per output: the bound of the full untimed check on the first inputs."""
+
+    def fresh_inputs(self, index: int) -> dict[str, str]:
+        """Write repetition ``index``'s inputs; return their checksums (to prove the call left them alone)."""
+        module, ops = self.state.task.module, self.state.ops
+        self.buffers.refill_inputs(module.make_inputs(self.scenario, rep_seed(self.seed, index)))
+        return {name: ops.checksum(array) for name, array in self.buffers.inputs.items()}
+
+    def sample(self, index: int) -> Sample:
+        module = self.state.task.module
+        if hasattr(module, "sample"):
+            return module.sample(self.scenario, self.buffers.inputs, rep_seed(self.seed, index))
+        full = {p: module.reference(self.scenario, self.buffers.inputs, p) for p in ("fp32", "low")}
+        return Sample(take=lambda outputs: outputs, fp32=full["fp32"], low=full["low"])
+
+
+@dataclass
+class NativeImpl:
+    """The candidate or the initial kernel, called in its runner on the judge's buffers."""
+
+    name: str
+    ctx: Context
+    runner: RunnerProcess
+    walls_ms: list[float] = field(default_factory=list)
+    claims_ms: list[float] = field(default_factory=list)
+    drains_ms: list[float] = field(default_factory=list)
+    seen_outputs: set[str] = field(default_factory=set)
+
+    def rep(self, index: int) -> float:
+        ctx, ops = self.ctx, self.ctx.state.ops
+        sums = ctx.fresh_inputs(index)
+        slot = index % len(ctx.buffers.output_sets)
+        outputs = ctx.buffers.output_sets[slot]
+        outputs.poison()
+        ctx.buffers.refill_workspace()
+        clock = ctx.state.clock(ctx.timing.flush_l2)
+        clock.flush()
+        ops.synchronize()
+        clock.cover()
+        args = ctx.buffers.arguments(ctx.state.task.module.arguments(ctx.scenario), slot)
+        try:
+            timed = self.runner.call(args, timed=True, timeout_s=ctx.timeout_s)
+        except RunnerLost as lost:
+            ctx.state.runners.drop(self.name)
+            raise TimingFailure(TimingStatus.FAILED, f"{lost.verdict.value}: {lost.detail}") from None
+        reply = timed.reply
+        if reply.code != 0:
+            raise TimingFailure(TimingStatus.FAILED, f"entry point returned {reply.code}")
+        self.walls_ms.append(timed.wall_ms)
+        self.claims_ms.append(float(reply.device_ms or 0.0))
+        self.drains_ms.append(float(reply.drain_ms or 0.0))
+        self._verify(outputs, sums, index)
+        return float(reply.device_ms or 0.0)
+
+    def _verify(self, outputs: Any, sums: dict[str, str], index: int) -> None:
+        ops, ctx = self.ctx.state.ops, self.ctx
+        for name, view in outputs.views.items():
+            left = ops.count_poison(view)
+            if left or not outputs.guards_intact(name):
+                raise TimingFailure(TimingStatus.FAILED, f"timed call: {name}: {left} element(s) unwritten or "
+                                                         "guard bytes corrupted")
+        changed = [n for n, a in ctx.buffers.inputs.items() if ops.checksum(a) != sums[n]]
+        if changed:
+            raise TimingFailure(TimingStatus.FAILED, f"timed call changed input(s) {', '.join(changed)}")
+        digest = "|".join(ops.checksum(view) for view in outputs.views.values())
+        sample = ctx.sample(index)
+        taken = sample.take(outputs.views)
+        for name in outputs.views:
+            error = ops.compare(taken[name], sample.fp32[name])
+            bound = ctx.bounds[name] * ctx.timing.sample_slack
+            if error.nan_count or error.nonfinite_mismatch or not error.max_abs_err <= bound:
+                if digest in self.seen_outputs:
+                    raise TimingFailure(TimingStatus.INPUTS_MEMOIZED,
+                                        f"the output of timed call {index} repeats an earlier call's output "
+                                        "although its inputs were new: the work was not done")
+                raise TimingFailure(TimingStatus.FAILED,
+                                    f"timed call {index}: {name} differs from the reference of its own inputs "
+                                    f"(sampled max abs error {error.max_abs_err:.3e} > {bound:.3e}, "
+                                    f"non-finite {error.nonfinite_mismatch + error.nan_count})")
+        self.seen_outputs.add(digest)
+
+    def overhead_ms(self) -> float:
+        """Median of (judge's wall time - claimed device time) over this implementation's calls."""
+        return stats.median([w - c for w, c in zip(self.walls_ms, self.claims_ms, strict=True)])
+
+
+@dataclass
+class ComparisonImpl:
+    """A trusted comparison (e.g. FA3) called in the judge, on the same fresh inputs."""
+
+    name: str
+    ctx: Context
+    run: Callable[[], Any]
+
+    def rep(self, index: int) -> float:
+        self.ctx.fresh_inputs(index)
+        clock = self.ctx.state.clock(self.ctx.timing.flush_l2)
+        clock.flush()
+        self.ctx.state.ops.synchronize()
+        return clock.time_call(self.run)
+
+
+def _slack_ms(timing: TimingRule, device_ms: float) -> float:
+    return max(timing.hidden_work_abs_ms, timing.hidden_work_rel * device_ms)
+
+
+def hidden_work(impl: NativeImpl, reference: NativeImpl | None, timing: TimingRule) -> str:
+    """Why ``impl``'s claims cannot be believed ('' when they can); ``reference`` is the trusted kernel."""
+    if not impl.claims_ms:
+        return ""
+    device_ms = stats.median(impl.claims_ms)
+    slack = _slack_ms(timing, device_ms)
+    drain = stats.median(impl.drains_ms)
+    if drain > slack:
+        return (f"device work went on {drain * 1e3:.0f} us after the timed interval ended (median of "
+                f"{len(impl.drains_ms)} calls, slack {slack * 1e3:.0f} us): work on a stream the timing did not see")
+    if reference is None or not reference.claims_ms or reference is impl:
+        return ""
+    excess = impl.overhead_ms() - reference.overhead_ms()
+    if excess > slack:
+        return (f"the judge's clock saw {excess * 1e3:.0f} us more per call than the claimed device time "
+                f"accounts for, beyond the trusted initial kernel's (median of {len(impl.walls_ms)} calls, slack "
+                f"{slack * 1e3:.0f} us): work outside the timed interval, or a forged time")
+    return ""
+
+
+def _native(ctx: Context, name: str, ref32: dict, lows: dict) -> NativeImpl:
+    """``name``'s runner with the buffers mapped, after one untimed call that passed the full check."""
+    state, ops = ctx.state, ctx.state.ops
+    runner = state.runners.get(name)
+    exported, fds = ctx.buffers.exports()
+    runner.map(exported, fds, ctx.timeout_s)
+    impl = NativeImpl(name, ctx, runner)
+    outputs = ctx.buffers.output_sets[0]
+    outputs.poison()
+    ctx.buffers.refill_workspace()
+    ops.synchronize()
+    args = ctx.buffers.arguments(state.task.module.arguments(ctx.scenario), 0)
+    reply = runner.call(args, timed=False, timeout_s=ctx.timeout_s).reply
+    if reply.code != 0:
+        raise RuntimeError(f"entry point returned {reply.code}")
+    for output, view in outputs.views.items():
+        if ops.count_poison(view) or not outputs.guards_intact(output):
+            raise RuntimeError(f"untimed call: output {output} left unwritten or guards corrupted")
+        verdict, _, detail = judge_error(output, ops.compare(view, ref32[output]), lows[output], ctx.rule)
+        if verdict is not Verdict.PASSED:
+            raise RuntimeError(f"untimed call failed the correctness rule: {detail}")
+    return impl
+
+
+def _comparison(ctx: Context, name: str) -> ComparisonImpl:
+    makers = ctx.state.task.module.comparisons()
+    if name not in makers:
+        raise ComparisonUnavailable("not provided by the task module's comparisons()")
+    ops, module = ctx.state.ops, ctx.state.task.module
+    outputs = {n: ops.alloc_guarded(spec, 0)[0] for n, spec in module.output_specs(ctx.scenario).items()}
+    return ComparisonImpl(name, ctx, makers[name](ctx.scenario, ctx.buffers.inputs, outputs))
+
+
+def _failed(name: str, status: TimingStatus, detail: str) -> Timing:
+    return Timing(impl=name, status=status, detail=detail)
+
+
+def _prepare(ctx: Context, comparisons: tuple[str, ...], natives: dict[str, NativeImpl],
+             settled: dict[str, Timing]) -> list[Any]:
+    """Every implementation ready to time, in order; those that cannot be timed settled with the reason."""
+    module, ops, specs = ctx.state.task.module, ctx.state.ops, ctx.buffers.specs
+    ref32 = module.reference(ctx.scenario, ctx.buffers.inputs, "fp32")
+    low = module.reference(ctx.scenario, ctx.buffers.inputs, "low")
+    lows = {name: ops.compare(low[name], ref32[name]) for name in specs}
+    ctx.bounds = {name: ctx.rule.bound(lows[name].max_abs_err) for name in specs}
+    impls: list[Any] = []
+    for name in NATIVE:
+        try:
+            natives[name] = _native(ctx, name, ref32, lows)
+            impls.append(natives[name])
+        except RunnerLost as lost:
+            ctx.state.runners.drop(name)
+            settled[name] = _failed(name, TimingStatus.FAILED, f"{lost.verdict.value}: {lost.detail}")
+        except Exception as exc:  # noqa: BLE001 - the implementation's failure is its timing's verdict
+            settled[name] = _failed(name, TimingStatus.FAILED, f"{type(exc).__name__}: {exc}")
+    for name in comparisons:
+        try:
+            impls.append(_comparison(ctx, name))
+        except ComparisonUnavailable as exc:
+            settled[name] = _failed(name, TimingStatus.UNAVAILABLE, str(exc))
+        except Exception as exc:  # noqa: BLE001 - same as above
+            settled[name] = _failed(name, TimingStatus.FAILED, f"{type(exc).__name__}: {exc}")
+    return impls
+
+
+def time_scenario(state: JudgeState, scenario: Scenario, seed: int, rule: Rule, timing: TimingRule,
+                  comparisons: tuple[str, ...], timeout_s: float) -> list[Timing]:
+    """Timings of the candidate, the initial kernel and each comparison, in that order."""
+    module, ops = state.task.module, state.ops
+    buffers = ScenarioBuffers(state.allocator, ops, module.make_inputs(scenario, seed), module.output_specs(scenario),
+                              module.workspace_bytes(scenario), output_sets=2)
+    ctx = Context(state, scenario, seed, rule, timing, buffers, timeout_s)
+    natives: dict[str, NativeImpl] = {}
+    settled: dict[str, Timing] = {}
+    try:
+        impls = _prepare(ctx, comparisons, natives, settled)
+        runs = time_interleaved(impls, timing, random.Random(seed))
+        flops = float(module.flops(scenario))
+        for run in runs:
+            native = natives.get(run.name)
+            if native is not None and not run.failure:
+                reference = natives.get("initial") if run.name == "candidate" else None
+                why = hidden_work(native, reference, timing)
+                if why:
+                    run.failure, run.status = why, TimingStatus.HIDDEN_WORK
+            settled[run.name] = to_timing(run, flops)
+        return [settled[name] for name in (*NATIVE, *comparisons)]
+    finally:
+        for name, native in natives.items():
+            try:
+                if native.runner.alive():
+                    native.runner.unmap(buffers.ids, timeout_s)
+            except RunnerLost:
+                state.runners.drop(name)
+        buffers.free()

@@ -1,0 +1,246 @@
+"""The judge's side of one runner process: start it, send typed requests, time them, classify its death.
+
+A runner is started in its own session (a timeout kills its whole process group) with a ``SOCK_SEQPACKET``
+socket as its only channel; it dies with the judge (``PR_SET_PDEATHSIG``). Replies are untrusted: each is
+validated against :mod:`.protocol`, and a reply that does not parse is ``tampered``. Every request is timed
+with the judge's own clock (``wall_ms``), the bound that a timed call's claimed device time must respect.
+The judge reads the runner's memory maps itself, from ``/proc``, so a candidate cannot hide a library it
+mapped by lying about it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from quaere.evaluate.protocol import ArgSpec, BufferSpec, CallReply, LoadReply, ReadyReply
+from quaere.records import Isolation, Verdict
+
+STDERR_TAIL_BYTES = 3000
+MAX_MESSAGE = 1 << 20
+M = TypeVar("M", bound=BaseModel)
+
+
+class RunnerLost(RuntimeError):
+    """The runner did not answer: it died, ran out of time, or broke the protocol. ``verdict`` says which."""
+
+    def __init__(self, verdict: Verdict, detail: str) -> None:
+        super().__init__(detail)
+        self.verdict = verdict
+        self.detail = detail
+
+
+def describe_exit(returncode: int) -> str:
+    if returncode < 0:
+        try:
+            return f"killed by {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"killed by signal {-returncode}"
+    return f"exited with status {returncode}"
+
+
+def death_verdict(returncode: int, stderr_tail: str) -> Verdict:
+    """SIGSYS is the seccomp filter's kill; SIGKILL not sent by us is the OOM killer; else a crash."""
+    if returncode == -signal.SIGSYS:
+        return Verdict.SANDBOX_VIOLATION
+    if "out of memory" in stderr_tail.lower() or returncode == -signal.SIGKILL:
+        return Verdict.OUT_OF_MEMORY
+    return Verdict.CRASHED
+
+
+@dataclass(frozen=True)
+class RunnerConfig:
+    """How to start a runner: the device kind, the library (None: a runner with nothing loaded, for
+    calibration), the entry point, the sandbox policy and the environment."""
+
+    device: str
+    library: str | None
+    entry: str
+    policy: dict
+    env: dict[str, str]
+    stderr_path: Path
+    start_timeout_s: float
+
+
+@dataclass(frozen=True)
+class Timed:
+    """A reply and how long the judge waited for it, by its own clock."""
+
+    reply: CallReply
+    wall_ms: float
+
+
+class RunnerProcess:
+    """One runner; use :meth:`start`, then :meth:`map`/:meth:`call`/:meth:`unmap`, then :meth:`close`."""
+
+    def __init__(self, config: RunnerConfig, cwd: Path | None = None) -> None:
+        self.config = config
+        self._stderr = open(config.stderr_path, "ab")  # noqa: SIM115 - the child writes to it until close()
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.channel = ours
+        spec = {"fd": theirs.fileno(), "parent": os.getpid(), "device": config.device, "library": config.library,
+                "entry": config.entry, "policy": config.policy}
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "quaere.runner", json.dumps(spec)], stdin=subprocess.DEVNULL,
+            stdout=self._stderr, stderr=self._stderr, env=config.env, pass_fds=(theirs.fileno(),),
+            start_new_session=True, cwd=cwd,
+        )
+        theirs.close()
+        self.pid = self.proc.pid
+        self.isolation = Isolation(separate_process=True, judge_uid=os.getuid())
+        self.maps_before = ""
+
+    # -- lifecycle ------------------------------------------------------------------------------------
+
+    def start(self) -> LoadReply:
+        """Wait for ``ready``, read the maps before any candidate code, then load; raise :class:`RunnerLost`."""
+        ready = self._parse(self._exchange(None, self.config.start_timeout_s), ReadyReply)
+        if ready.pid != self.pid:
+            raise self._tampered(f"the runner says it is pid {ready.pid}, the judge started pid {self.pid}")
+        self.maps_before = self.read_maps()
+        loaded = self._parse(self._exchange({"op": "load"}, self.config.start_timeout_s), LoadReply)
+        self.isolation = loaded.isolation.model_copy(update={
+            "separate_process": True, "runner_uid": self._uid(), "judge_uid": os.getuid()})
+        return loaded
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def kill(self) -> None:
+        """SIGKILL the runner's whole process group, always (not only on timeout)."""
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self.proc.wait()
+
+    def close(self) -> None:
+        try:
+            if self.alive():
+                self.channel.send(json.dumps({"op": "exit"}).encode())
+                self.proc.wait(timeout=5)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+        self.kill()
+        self.channel.close()
+        self._stderr.close()
+
+    # -- requests -------------------------------------------------------------------------------------
+
+    def map(self, buffers: list[BufferSpec], fds: list[int], timeout_s: float) -> None:
+        message = {"op": "map", "buffers": [b.model_dump(mode="json") for b in buffers]}
+        self._ok(self._exchange(message, timeout_s, fds))
+
+    def unmap(self, ids: list[str], timeout_s: float) -> None:
+        self._ok(self._exchange({"op": "unmap", "ids": ids}, timeout_s))
+
+    def call(self, args: list[ArgSpec], timed: bool, timeout_s: float) -> Timed:
+        message = {"op": "call", "args": [a.model_dump(mode="json", exclude_none=True) for a in args],
+                   "timed": timed}
+        started = time.perf_counter_ns()
+        raw = self._exchange(message, timeout_s)
+        wall_ms = (time.perf_counter_ns() - started) / 1e6
+        reply = self._parse(raw, CallReply)
+        if timed and reply.device_ms is None:
+            raise self._tampered("a timed call came back without a device time")
+        return Timed(reply, wall_ms)
+
+    def read_maps(self) -> str:
+        """``/proc/<pid>/maps`` as the judge reads it ('' once the runner is gone)."""
+        try:
+            return Path(f"/proc/{self.pid}/maps").read_text()
+        except OSError:
+            return ""
+
+    def stderr_tail(self) -> str:
+        self._stderr.flush()
+        with open(self.config.stderr_path, "rb") as f:
+            f.seek(max(0, os.path.getsize(self.config.stderr_path) - STDERR_TAIL_BYTES))
+            return f.read().decode(errors="replace").strip()
+
+    # -- plumbing -------------------------------------------------------------------------------------
+
+    def _uid(self) -> int:
+        try:
+            return os.stat(f"/proc/{self.pid}").st_uid
+        except OSError:
+            return -1
+
+    def _exchange(self, message: dict | None, timeout_s: float, fds: list[int] | None = None) -> dict:
+        if message is not None:
+            try:
+                if fds:
+                    socket.send_fds(self.channel, [json.dumps(message).encode()], fds)
+                else:
+                    self.channel.send(json.dumps(message).encode())
+            except OSError:
+                raise self._lost() from None
+        ready, _, _ = select.select([self.channel], [], [], timeout_s)
+        if not ready:
+            self.kill()
+            raise RunnerLost(Verdict.TIMED_OUT, f"no answer within {timeout_s:g} s; runner killed")
+        try:
+            data = self.channel.recv(MAX_MESSAGE)
+        except OSError:
+            data = b""
+        if not data:
+            raise self._lost()
+        try:
+            reply = json.loads(data)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            raise self._tampered(f"unreadable reply: {data[:120]!r}") from None
+        if not isinstance(reply, dict):
+            raise self._tampered(f"a reply that is not an object: {data[:120]!r}")
+        return reply
+
+    def _ok(self, reply: dict) -> None:
+        if reply.get("ok") is not True:
+            raise self._failed(reply)
+
+    def _parse(self, reply: dict, model: type[M]) -> M:
+        if reply.get("ok") is not True:
+            raise self._failed(reply)
+        try:
+            return model.model_validate({k: v for k, v in reply.items() if k != "ok"})
+        except ValidationError as exc:
+            raise self._tampered(f"a reply that does not match the protocol: {exc.errors()[0]['msg']}") from None
+
+    def _failed(self, reply: dict) -> RunnerLost:
+        if "load_error" in reply:
+            self.kill()
+            return RunnerLost(Verdict.CRASHED, str(reply["load_error"]))
+        if "fault" in reply:
+            self.kill()
+            verdict = Verdict.OUT_OF_MEMORY if reply.get("out_of_memory") else Verdict.CRASHED
+            return RunnerLost(verdict, f"device fault during the call: {reply['fault']}")
+        self.kill()
+        return RunnerLost(Verdict.HARNESS_ERROR, f"runner refused a request: {reply.get('error')}")
+
+    def _tampered(self, why: str) -> RunnerLost:
+        self.kill()
+        return RunnerLost(Verdict.TAMPERED, why)
+
+    def _lost(self) -> RunnerLost:
+        try:
+            code = self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            code = self.proc.returncode
+        tail = self.stderr_tail()
+        verdict = death_verdict(code, tail)
+        what = " (a forbidden system call: process or thread creation, exec, ptrace, signals to other " \
+               "processes...)" if verdict is Verdict.SANDBOX_VIOLATION else ""
+        detail = f"runner {describe_exit(code)}{what}" + (f"; stderr tail:\n{tail}" if tail else "")
+        return RunnerLost(verdict, detail)

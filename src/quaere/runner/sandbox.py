@@ -1,0 +1,239 @@
+"""What the runner locks itself into before it loads the candidate: seccomp, Landlock, no new privileges.
+
+* **seccomp** (a BPF filter, irrevocable once installed): no new processes (fork, vfork, clone without
+  ``CLONE_THREAD``, exec), no new threads unless the policy allows them, no ptrace or cross-process memory
+  access, no io_uring (it bypasses seccomp), no signals to other processes, no timers that would run
+  candidate code outside its call, no ``PR_SET_DUMPABLE`` (the judge must keep reading the runner's maps).
+  A forbidden call kills the whole process with SIGSYS: the judge names it ``sandbox_violation``.
+  ``clone3`` answers ENOSYS, so glibc falls back to ``clone``, whose flags the filter can read.
+* **Landlock** (unprivileged file-system confinement, Linux >= 5.13): reads only under the listed roots
+  (system and Python folders, the built kernel), writes only under the scratch folder and ``/dev``; no
+  TCP; with ABI >= 6, no signals to processes outside the sandbox.
+
+Both are applied to the runner only; the judge stays outside. Where the kernel lacks either, the runner
+says so and the record shows it: an evaluation never claims an isolation it did not have.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import platform
+import struct
+from dataclasses import dataclass, field
+
+PR_SET_NO_NEW_PRIVS = 38
+PR_SET_PDEATHSIG = 1
+PR_SET_SECCOMP = 22
+SECCOMP_MODE_FILTER = 2
+PR_SET_DUMPABLE = 4
+PR_SET_PTRACER = 0x59616D61
+CLONE_THREAD = 0x00010000
+ENOSYS = 38
+
+RET_ALLOW = 0x7FFF0000
+RET_KILL_PROCESS = 0x80000000
+RET_ERRNO = 0x00050000
+
+# BPF opcodes (linux/filter.h)
+LD_W_ABS = 0x20
+JEQ_K = 0x15
+JSET_K = 0x45
+RET_K = 0x06
+
+AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
+
+# Syscalls always forbidden (the process dies): process creation, exec, tracing, cross-process memory,
+# io_uring, timers and the like. Numbers per architecture; aarch64 has no fork/vfork/alarm.
+FORBIDDEN = {
+    "x86_64": {"fork": 57, "vfork": 58, "execve": 59, "execveat": 322, "ptrace": 101,
+               "process_vm_readv": 310, "process_vm_writev": 311, "tkill": 200, "pidfd_open": 434,
+               "pidfd_send_signal": 424, "pidfd_getfd": 438, "io_uring_setup": 425, "io_uring_enter": 426,
+               "io_uring_register": 427, "alarm": 37, "setitimer": 38, "timer_create": 222, "bpf": 321,
+               "perf_event_open": 298, "userfaultfd": 323, "unshare": 272, "setns": 308, "mount": 165,
+               "chroot": 161, "kcmp": 312, "process_madvise": 440, "setsid": 112, "setpgid": 109},
+    "aarch64": {"execve": 221, "execveat": 281, "ptrace": 117, "process_vm_readv": 270,
+                "process_vm_writev": 271, "tkill": 130, "pidfd_open": 434, "pidfd_send_signal": 424,
+                "pidfd_getfd": 438, "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
+                "setitimer": 103, "timer_create": 107, "bpf": 280, "perf_event_open": 241, "userfaultfd": 282,
+                "unshare": 97, "setns": 268, "mount": 40, "chroot": 51, "kcmp": 272, "process_madvise": 440,
+                "setsid": 157, "setpgid": 154},
+}
+CONDITIONAL = {
+    "x86_64": {"clone": 56, "clone3": 435, "kill": 62, "tgkill": 234, "prctl": 157},
+    "aarch64": {"clone": 220, "clone3": 435, "kill": 129, "tgkill": 131, "prctl": 167},
+}
+
+
+@dataclass(frozen=True)
+class Policy:
+    """What the runner may do once sandboxed."""
+
+    seccomp: bool = True
+    landlock: bool = True
+    threads: bool = False
+    """Allow new threads (clone with CLONE_THREAD). Off: candidate code can only run inside its call."""
+    read_roots: tuple[str, ...] = ()
+    write_roots: tuple[str, ...] = ()
+
+
+@dataclass
+class Applied:
+    """What is actually in force (reported to the judge and recorded in the evaluation)."""
+
+    seccomp: bool = False
+    landlock_abi: int = 0
+    threads_allowed: bool = True
+    notes: list[str] = field(default_factory=list)
+
+
+def _libc() -> ctypes.CDLL:
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def _prctl(option: int, value: int) -> None:
+    if _libc().prctl(option, ctypes.c_ulong(value), 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), f"prctl({option}) failed: {os.strerror(ctypes.get_errno())}")
+
+
+def die_with_parent() -> None:
+    """SIGKILL this process when its parent dies (the judge), so no runner outlives an evaluation."""
+    _prctl(PR_SET_PDEATHSIG, 9)
+
+
+def _stmt(code: int, k: int, jt: int = 0, jf: int = 0) -> bytes:
+    return struct.pack("HBBI", code, jt, jf, k & 0xFFFFFFFF)
+
+
+def _arg_low(index: int) -> int:
+    return 16 + 8 * index  # offsetof(struct seccomp_data, args[index]), little-endian low word
+
+
+def seccomp_program(arch: str, pid: int, threads: bool) -> bytes:
+    """The filter as raw ``sock_filter`` structs (pure; tested without installing it)."""
+    if arch not in AUDIT_ARCH:
+        raise OSError(f"no seccomp policy for architecture {arch}")
+    nrs, cond = FORBIDDEN[arch], CONDITIONAL[arch]
+    kill, allow = _stmt(RET_K, RET_KILL_PROCESS), _stmt(RET_K, RET_ALLOW)
+    load_nr = _stmt(LD_W_ABS, 0)
+    body = [_stmt(LD_W_ABS, 4), _stmt(JEQ_K, AUDIT_ARCH[arch], 1, 0), kill, load_nr]
+    if arch == "x86_64":  # the x32 ABI numbers syscalls from 0x40000000: refuse it whole
+        body += [_stmt(0x35, 0x40000000, 0, 1), kill]  # JGE
+    for nr in nrs.values():
+        body += [_stmt(JEQ_K, nr, 0, 1), kill]
+    body += [_stmt(JEQ_K, cond["clone3"], 0, 1), _stmt(RET_K, RET_ERRNO | ENOSYS)]
+    # clone: a thread (CLONE_THREAD set) when allowed, nothing else.
+    thread_action = allow if threads else kill
+    body += [_stmt(JEQ_K, cond["clone"], 0, 4), _stmt(LD_W_ABS, _arg_low(0)), _stmt(JSET_K, CLONE_THREAD, 0, 1),
+             thread_action, kill]
+    # kill / tgkill: only to this process (the first argument is its pid or thread-group id).
+    for name in ("kill", "tgkill"):
+        body += [_stmt(JEQ_K, cond[name], 0, 4), _stmt(LD_W_ABS, _arg_low(0)), _stmt(JEQ_K, pid, 0, 1), allow,
+                 kill]
+    # prctl: never make this process undumpable or name a ptracer.
+    body += [_stmt(JEQ_K, cond["prctl"], 0, 5), _stmt(LD_W_ABS, _arg_low(0)), _stmt(JEQ_K, PR_SET_DUMPABLE, 2, 0),
+             _stmt(JEQ_K, PR_SET_PTRACER, 1, 0), allow, kill]
+    body.append(allow)
+    return b"".join(body)
+
+
+def _install_seccomp(program: bytes) -> None:
+    count = len(program) // 8
+    buffer = ctypes.create_string_buffer(program, len(program))
+
+    class Prog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+    prog = Prog(count, ctypes.addressof(buffer))
+    if _libc().prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), f"seccomp filter refused: {os.strerror(ctypes.get_errno())}")
+
+
+# Landlock (linux/landlock.h)
+LANDLOCK_CREATE_RULESET_VERSION = 1
+LANDLOCK_RULE_PATH_BENEATH = 1
+SYS_LANDLOCK = (444, 445, 446)  # create_ruleset, add_rule, restrict_self (same on x86_64 and aarch64)
+FS_EXECUTE, FS_WRITE_FILE, FS_READ_FILE, FS_READ_DIR = 1, 2, 4, 8
+FS_ALL_V1 = (1 << 13) - 1
+FS_REFER, FS_TRUNCATE = 1 << 13, 1 << 14
+NET_BIND_TCP, NET_CONNECT_TCP = 1, 2
+SCOPE_ABSTRACT_UNIX_SOCKET, SCOPE_SIGNAL = 1, 2
+READ_RIGHTS = FS_EXECUTE | FS_READ_FILE | FS_READ_DIR
+
+
+def landlock_abi() -> int:
+    """The kernel's Landlock ABI version, 0 when Landlock is absent or disabled."""
+    result = _libc().syscall(SYS_LANDLOCK[0], None, ctypes.c_size_t(0), LANDLOCK_CREATE_RULESET_VERSION)
+    return max(0, int(result))
+
+
+def handled_fs_rights(abi: int) -> int:
+    rights = FS_ALL_V1
+    if abi >= 2:
+        rights |= FS_REFER
+    if abi >= 3:
+        rights |= FS_TRUNCATE
+    return rights
+
+
+def _install_landlock(abi: int, read_roots: tuple[str, ...], write_roots: tuple[str, ...]) -> list[str]:
+    libc = _libc()
+    handled = handled_fs_rights(abi)
+    fields = [handled]
+    if abi >= 4:
+        fields.append(NET_BIND_TCP | NET_CONNECT_TCP)
+    if abi >= 6:
+        fields.append(SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL)
+    attr = struct.pack(f"{len(fields)}Q", *fields)
+    ruleset = libc.syscall(SYS_LANDLOCK[0], ctypes.c_char_p(attr), ctypes.c_size_t(len(attr)), 0)
+    if ruleset < 0:
+        raise OSError(ctypes.get_errno(), f"landlock_create_ruleset: {os.strerror(ctypes.get_errno())}")
+    skipped: list[str] = []
+    try:
+        for roots, rights in ((read_roots, READ_RIGHTS), (write_roots, handled)):
+            for root in roots:
+                if not os.path.isdir(root):
+                    skipped.append(root)
+                    continue
+                fd = os.open(root, os.O_PATH | os.O_CLOEXEC)
+                try:
+                    rule = struct.pack("=Qi", rights, fd)
+                    if libc.syscall(SYS_LANDLOCK[1], ruleset, LANDLOCK_RULE_PATH_BENEATH, ctypes.c_char_p(rule), 0):
+                        raise OSError(ctypes.get_errno(), f"landlock_add_rule({root}): "
+                                      f"{os.strerror(ctypes.get_errno())}")
+                finally:
+                    os.close(fd)
+        if libc.syscall(SYS_LANDLOCK[2], ruleset, 0) != 0:
+            raise OSError(ctypes.get_errno(), f"landlock_restrict_self: {os.strerror(ctypes.get_errno())}")
+    finally:
+        os.close(ruleset)
+    return skipped
+
+
+def apply(policy: Policy) -> Applied:
+    """Lock this process in. Order: no-new-privs (needed by both), Landlock, then seccomp last (its filter
+    would refuse nothing Landlock needs, but last keeps the rule simple: nothing runs unfiltered after it)."""
+    applied = Applied(threads_allowed=True)
+    if not (policy.seccomp or policy.landlock):
+        applied.notes.append("sandbox disabled by the evaluator's options")
+        return applied
+    _prctl(PR_SET_NO_NEW_PRIVS, 1)
+    if policy.landlock:
+        abi = landlock_abi()
+        if abi == 0:
+            applied.notes.append("Landlock unavailable on this kernel: file-system confinement not in force")
+        else:
+            skipped = _install_landlock(abi, policy.read_roots, policy.write_roots)
+            applied.landlock_abi = abi
+            if skipped:
+                applied.notes.append(f"landlock roots absent here: {', '.join(skipped)}")
+    if policy.seccomp:
+        arch = platform.machine()
+        try:
+            _install_seccomp(seccomp_program(arch, os.getpid(), policy.threads))
+        except OSError as exc:
+            applied.notes.append(f"seccomp not in force: {exc}")
+        else:
+            applied.seccomp = True
+            applied.threads_allowed = policy.threads
+    return applied
