@@ -122,6 +122,10 @@ class Timing(Record):
     median_ms: MaybeFloat = math.nan
     spread_ms: MaybeFloat = Field(default=math.nan, description="Interquartile range of the samples.")
     tflops: MaybeFloat = math.nan
+    overhead_ms: MaybeFloat = Field(default=math.nan, description="Native implementations: median of the judge's "
+                                    "wall time per call minus the claimed device time (the clock bound's input).")
+    drain_ms: MaybeFloat = Field(default=math.nan, description="Native implementations: median time device work "
+                                 "went on after the timed interval's end event.")
     detail: str = ""
 
 

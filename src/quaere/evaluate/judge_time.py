@@ -17,7 +17,6 @@ or whose device work went on after its end event (``drain``), is ``hidden_work``
 
 from __future__ import annotations
 
-import math
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -117,7 +116,7 @@ class NativeImpl:
         changed = [n for n, a in ctx.buffers.inputs.items() if ops.checksum(a) != sums[n]]
         if changed:
             raise TimingFailure(TimingStatus.FAILED, f"timed call changed input(s) {', '.join(changed)}")
-        digest = "|".join(ops.checksum(view) for view in outputs.views.values())
+        digest = self.digest(outputs)
         sample = ctx.sample(index)
         taken = sample.take(outputs.views)
         for name in outputs.views:
@@ -133,6 +132,10 @@ class NativeImpl:
                                     f"(sampled max abs error {error.max_abs_err:.3e} > {bound:.3e}, "
                                     f"non-finite {error.nonfinite_mismatch + error.nan_count})")
         self.seen_outputs.add(digest)
+
+    def digest(self, outputs: Any) -> str:
+        """Checksums of every output of a set: equal digests mean a repeated output."""
+        return "|".join(self.ctx.state.ops.checksum(view) for view in outputs.views.values())
 
     def overhead_ms(self) -> float:
         """Median of (judge's wall time - claimed device time) over this implementation's calls."""
@@ -200,6 +203,7 @@ def _native(ctx: Context, name: str, ref32: dict, lows: dict) -> NativeImpl:
         verdict, _, detail = judge_error(output, ops.compare(view, ref32[output]), lows[output], ctx.rule)
         if verdict is not Verdict.PASSED:
             raise RuntimeError(f"untimed call failed the correctness rule: {detail}")
+    impl.seen_outputs.add(impl.digest(outputs))
     return impl
 
 
@@ -265,6 +269,9 @@ def time_scenario(state: JudgeState, scenario: Scenario, seed: int, rule: Rule, 
                 if why:
                     run.failure, run.status = why, TimingStatus.HIDDEN_WORK
             settled[run.name] = to_timing(run, flops)
+            if native is not None and native.claims_ms:
+                settled[run.name] = settled[run.name].model_copy(update={
+                    "overhead_ms": native.overhead_ms(), "drain_ms": stats.median(native.drains_ms)})
         return [settled[name] for name in (*NATIVE, *comparisons)]
     finally:
         for name, native in natives.items():

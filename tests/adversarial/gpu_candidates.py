@@ -1,0 +1,127 @@
+"""FlashAttention-task candidates that attack the timing, built around the shipped kernel.
+
+The shipped kernel's source is taken as it is, its entry point renamed ``honest_forward``; one wrapper per
+attack becomes the new ``attention_forward``. The result is one self-contained .cu file, as a candidate is.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .candidates import PYTHON_IN_RUNNER
+
+KERNEL = Path(__file__).resolve().parents[2] / "kernels" / "flash_attention_hopper.cu"
+ENTRY = 'extern "C" int attention_forward('
+SIGNATURE = """extern "C" int attention_forward(const void* q, const void* k, const void* v, void* o, float* lse,
+    int batch, int seqlen_q, int seqlen_k, int heads_q, int heads_kv, int head_dim, float softmax_scale,
+    int causal, void* workspace, size_t workspace_bytes, void* stream)"""
+CALL = ("honest_forward(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, head_dim, softmax_scale, "
+        "causal, workspace, workspace_bytes, stream)")
+
+ATTACKS = {
+    # The second half of the batch runs on a private stream after the first: outside the caller's stream.
+    "private_stream": f"""
+{SIGNATURE} {{
+    if (batch < 2) return {CALL};
+    const int half = batch / 2;
+    const size_t q_step = (size_t)seqlen_q * heads_q * head_dim, kv_step = (size_t)seqlen_k * heads_kv * head_dim;
+    int status = honest_forward(q, k, v, o, lse, half, seqlen_q, seqlen_k, heads_q, heads_kv, head_dim,
+                                softmax_scale, causal, workspace, workspace_bytes, stream);
+    static cudaStream_t side = nullptr;
+    static cudaEvent_t first_half = nullptr;
+    if (!side) {{
+        cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking);
+        cudaEventCreateWithFlags(&first_half, cudaEventDisableTiming);
+    }}
+    cudaEventRecord(first_half, (cudaStream_t)stream);
+    cudaStreamWaitEvent(side, first_half, 0);
+    const __nv_bfloat16* qb = (const __nv_bfloat16*)q;
+    const __nv_bfloat16* kb = (const __nv_bfloat16*)k;
+    const __nv_bfloat16* vb = (const __nv_bfloat16*)v;
+    return status | honest_forward(qb + half * q_step, kb + half * kv_step, vb + half * kv_step,
+                                   (__nv_bfloat16*)o + half * q_step, lse + (size_t)half * heads_q * seqlen_q,
+                                   batch - half, seqlen_q, seqlen_k, heads_q, heads_kv, head_dim, softmax_scale,
+                                   causal, workspace, workspace_bytes, side);
+}}
+""",
+    # Returns the output cached for the same q pointer and shape, whatever q holds now.
+    "memo_pointer": f"""
+#include <map>
+#include <tuple>
+{SIGNATURE} {{
+    static std::map<std::tuple<const void*, int, int, int, int>, std::pair<void*, void*>> cache;
+    const size_t o_bytes = (size_t)batch * seqlen_q * heads_q * head_dim * 2, lse_bytes = (size_t)batch * heads_q * seqlen_q * 4;
+    auto key = std::make_tuple(q, batch, seqlen_q, heads_q, head_dim);
+    auto hit = cache.find(key);
+    cudaStream_t s = (cudaStream_t)stream;
+    if (hit != cache.end()) {{
+        cudaMemcpyAsync(o, hit->second.first, o_bytes, cudaMemcpyDeviceToDevice, s);
+        cudaMemcpyAsync(lse, hit->second.second, lse_bytes, cudaMemcpyDeviceToDevice, s);
+        return 0;
+    }}
+    int status = {CALL};
+    void *oc = nullptr, *lc = nullptr;
+    cudaMalloc(&oc, o_bytes);
+    cudaMalloc(&lc, lse_bytes);
+    cudaMemcpyAsync(oc, o, o_bytes, cudaMemcpyDeviceToDevice, s);
+    cudaMemcpyAsync(lc, lse, lse_bytes, cudaMemcpyDeviceToDevice, s);
+    cache[key] = {{oc, lc}};
+    return status;
+}}
+""",
+    # Returns the output cached for a fingerprint of the first values of q, k and v (read back to the host).
+    "memo_content": f"""
+#include <array>
+#include <map>
+{SIGNATURE} {{
+    static std::map<std::array<unsigned long long, 7>, std::pair<void*, void*>> cache;
+    const size_t o_bytes = (size_t)batch * seqlen_q * heads_q * head_dim * 2, lse_bytes = (size_t)batch * heads_q * seqlen_q * 4;
+    std::array<unsigned long long, 7> key{{}};
+    cudaMemcpy(&key[0], q, 16, cudaMemcpyDeviceToHost);
+    cudaMemcpy(&key[2], k, 16, cudaMemcpyDeviceToHost);
+    cudaMemcpy(&key[4], v, 16, cudaMemcpyDeviceToHost);
+    key[6] = ((unsigned long long)batch << 40) ^ ((unsigned long long)seqlen_q << 20) ^ (unsigned long long)head_dim;
+    cudaStream_t s = (cudaStream_t)stream;
+    auto hit = cache.find(key);
+    if (hit != cache.end()) {{
+        cudaMemcpyAsync(o, hit->second.first, o_bytes, cudaMemcpyDeviceToDevice, s);
+        cudaMemcpyAsync(lse, hit->second.second, lse_bytes, cudaMemcpyDeviceToDevice, s);
+        return 0;
+    }}
+    int status = {CALL};
+    if (cache.size() < 16) {{
+        void *oc = nullptr, *lc = nullptr;
+        cudaMalloc(&oc, o_bytes);
+        cudaMalloc(&lc, lse_bytes);
+        cudaMemcpyAsync(oc, o, o_bytes, cudaMemcpyDeviceToDevice, s);
+        cudaMemcpyAsync(lc, lse, lse_bytes, cudaMemcpyDeviceToDevice, s);
+        cache[key] = {{oc, lc}};
+    }}
+    return status;
+}}
+""",
+    # Rewrites the runner's Python so that every timed call claims 70% of its device time.
+    "forge_time": PYTHON_IN_RUNNER + f"""
+__attribute__((constructor)) static void forge() {{
+    run_python(
+        "import quaere.runner.serve as s\\n"
+        "_real = s._call\\n"
+        "def _call(state, request):\\n"
+        "    reply = _real(state, request)\\n"
+        "    if 'device_ms' in reply: reply['device_ms'] = reply['device_ms'] * 0.7\\n"
+        "    return reply\\n"
+        "s._call = _call\\n");
+}}
+{SIGNATURE} {{ return {CALL}; }}
+""",
+}
+
+
+def write_gpu_candidate(folder: Path, attack: str) -> Path:
+    source = KERNEL.read_text()
+    if source.count(ENTRY) != 1:
+        raise ValueError(f"{KERNEL}: expected one '{ENTRY}'")
+    honest = source.replace(ENTRY, 'static int honest_forward(')
+    path = folder / f"{attack}.cu"
+    path.write_text(honest + "\n" + ATTACKS[attack])
+    return path

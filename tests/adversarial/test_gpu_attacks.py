@@ -1,0 +1,77 @@
+"""Attacks on the timing with the shipped kernel inside (run on the device: ``pytest -m gpu``).
+
+Each gets a named verdict or no inflated ratio; the shipped kernel itself is honest and must not be flagged.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from quaere.evaluate import EvalOptions, run_evaluation
+from quaere.evaluate.device import gpu_present
+from quaere.records import TimingStatus
+from quaere.task.loader import load_task
+
+from .gpu_candidates import KERNEL, write_gpu_candidate
+
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not gpu_present(), reason="no NVIDIA GPU")]
+# Batch >= 2 everywhere (the private-stream attack splits the batch), short and long, causal and not.
+CONFIGS = frozenset({"d128-h16-s512-noncausal", "d128-h16-s2048-causal", "d64-h32-s4096-noncausal",
+                     "d256-h8-s4096-causal"})
+
+
+@pytest.fixture(scope="module")
+def fa_task():
+    return load_task("flash_attention_hopper")
+
+
+@pytest.fixture(scope="module")
+def options(fa_task, tmp_path_factory: pytest.TempPathFactory) -> EvalOptions:
+    chosen = [s.model_dump(mode="json") for s in fa_task.module.correctness_scenarios()[::40]]
+    path = tmp_path_factory.mktemp("scenarios") / "few.json"
+    path.write_text(json.dumps(chosen))
+    return EvalOptions(scenarios_file=path, benchmark_ids=CONFIGS)
+
+
+def _report(evaluation) -> dict[str, tuple[str, float]]:
+    rows = {}
+    for bench in evaluation.benchmarks:
+        cand = bench.timing("candidate")
+        rows[bench.scenario_id] = (cand.status.value, bench.ratio("fa3"))
+        print(f"  {bench.scenario_id}: {cand.status.value} ratio vs fa3 {bench.ratio('fa3'):.3f} "
+              f"overhead {cand.overhead_ms * 1e3:.1f} us drain {cand.drain_ms * 1e3:.1f} us "
+              f"(initial overhead {bench.timing('initial').overhead_ms * 1e3:.1f} us) {cand.detail[:120]}")
+    return rows
+
+
+def test_the_shipped_kernel_is_not_flagged(fa_task, options: EvalOptions) -> None:
+    evaluation = run_evaluation(fa_task, KERNEL, options)
+    print(f"\nshipped kernel ({evaluation.isolation.summary}):")
+    rows = _report(evaluation)
+    assert evaluation.correct
+    assert {status for status, _ in rows.values()} == {TimingStatus.MEASURED.value}
+
+
+@pytest.mark.parametrize(("attack", "verdict"), [("private_stream", TimingStatus.HIDDEN_WORK),
+                                                 ("memo_pointer", TimingStatus.INPUTS_MEMOIZED),
+                                                 ("forge_time", TimingStatus.HIDDEN_WORK)])
+def test_attack_gets_its_verdict(fa_task, options: EvalOptions, tmp_path: Path, attack: str,
+                                 verdict: TimingStatus) -> None:
+    evaluation = run_evaluation(fa_task, write_gpu_candidate(tmp_path, attack), options)
+    print(f"\n{attack}:")
+    rows = _report(evaluation)
+    assert evaluation.correct
+    assert {status for status, _ in rows.values()} == {verdict.value}
+
+
+def test_content_memoization_gains_nothing(fa_task, options: EvalOptions, tmp_path: Path) -> None:
+    """Fresh inputs every call: the fingerprint never repeats, the kernel does the work, no ratio inflates."""
+    evaluation = run_evaluation(fa_task, write_gpu_candidate(tmp_path, "memo_content"), options)
+    print("\nmemo_content:")
+    rows = _report(evaluation)
+    assert evaluation.correct
+    for status, ratio in rows.values():
+        assert status == TimingStatus.MEASURED.value and ratio < 1.1  # the shipped kernel is ~0.93x FA3

@@ -1,0 +1,143 @@
+"""Attacks on the evaluator from inside the candidate, on the CPU task (real builds, real runner processes).
+
+Each test names the class of attack and the defence that stops it; each fails when that defence is removed
+(the closing notes of the issue record how that was checked).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from quaere.evaluate import EvalOptions, run_evaluation
+from quaere.records import TimingStatus, Verdict
+from quaere.runner.sandbox import landlock_abi
+from quaere.task.loader import Task, load_task
+
+from .candidates import write_candidate
+
+BENCH = "bench-r2048-c512"
+
+
+@pytest.fixture(scope="module")
+def task() -> Task:
+    return load_task("cpu_softmax")
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("cache")
+
+
+@pytest.fixture(scope="module")
+def two(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("scenarios") / "two.json"
+    path.write_text(json.dumps([{"id": "a", "params": {"rows": 3, "cols": 7}},
+                                {"id": "b", "params": {"rows": 64, "cols": 100}}]))
+    return path
+
+
+def quick(cache: Path, two: Path) -> EvalOptions:
+    return EvalOptions(seed=5, benchmark=False, scenarios_file=two, scenario_timeout_s=10.0, cache_dir=cache)
+
+
+@pytest.fixture(scope="module")
+def one(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One small correctness scenario: the timed tests are about the benchmark configuration."""
+    path = tmp_path_factory.mktemp("scenarios") / "one.json"
+    path.write_text(json.dumps([{"id": "a", "params": {"rows": 3, "cols": 7}}]))
+    return path
+
+
+def timed(cache: Path, one: Path) -> EvalOptions:
+    return EvalOptions(seed=5, cache_dir=cache, scenarios_file=one, benchmark_ids=frozenset({BENCH}))
+
+
+def test_sandbox_is_in_force_and_recorded(task: Task, cache: Path, two: Path) -> None:
+    evaluation = run_evaluation(task, task.initial_kernel, quick(cache, two))
+    assert evaluation.correct
+    assert evaluation.isolation.separate_process and evaluation.isolation.seccomp
+    assert not evaluation.isolation.threads_allowed
+
+
+def test_candidate_threads_are_a_sandbox_violation(task: Task, cache: Path, two: Path, tmp_path: Path) -> None:
+    """Threads could run candidate work outside its timed call or slow the others down: none may start."""
+    evaluation = run_evaluation(task, write_candidate(tmp_path, "thread"), quick(cache, two))
+    assert {v.verdict for v in evaluation.correctness} == {Verdict.SANDBOX_VIOLATION}
+    assert "SIGSYS" in evaluation.correctness[0].detail
+
+
+def test_a_setsid_child_cannot_be_started(task: Task, cache: Path, two: Path, tmp_path: Path) -> None:
+    """A child in its own session would outlive the runner's process group and edit records later."""
+    target = tmp_path / "ledger.jsonl"
+    target.write_text("genuine\n")
+    evaluation = run_evaluation(task, write_candidate(tmp_path, "fork_setsid", target), quick(cache, two))
+    assert {v.verdict for v in evaluation.correctness} == {Verdict.SANDBOX_VIOLATION}
+    time.sleep(1.5)  # the child would have written by now
+    assert target.read_text() == "genuine\n"
+
+
+needs_landlock = pytest.mark.skipif(landlock_abi() == 0, reason="Landlock is not available on this kernel")
+
+
+@needs_landlock
+def test_files_outside_the_scratch_folder_are_read_only(task: Task, cache: Path, two: Path, tmp_path: Path) -> None:
+    target = tmp_path / "ledger.jsonl"
+    target.write_text("genuine\n")
+    evaluation = run_evaluation(task, write_candidate(tmp_path, "write_outside", target), quick(cache, two))
+    assert evaluation.isolation.landlock_abi > 0
+    assert evaluation.correct, [v.detail for v in evaluation.correctness]
+    assert target.read_text() == "genuine\n"
+
+
+@needs_landlock
+def test_secrets_outside_the_read_roots_cannot_be_read(task: Task, cache: Path, two: Path, tmp_path: Path) -> None:
+    secret = tmp_path / "signing-key"
+    secret.write_text("private")
+    evaluation = run_evaluation(task, write_candidate(tmp_path, "read_secret", secret), quick(cache, two))
+    assert evaluation.correct, [v.detail for v in evaluation.correctness]
+
+
+def test_the_judge_survives_a_candidate_that_kills_it(task: Task, cache: Path, two: Path, tmp_path: Path) -> None:
+    evaluation = run_evaluation(task, write_candidate(tmp_path, "kill_parent"), quick(cache, two))
+    assert [v.verdict for v in evaluation.correctness] == [Verdict.SANDBOX_VIOLATION] * 2
+
+
+def test_python_rewritten_by_the_candidate_cannot_skip_the_work(task: Task, cache: Path, two: Path,
+                                                                tmp_path: Path) -> None:
+    """The runner's replies are claims: outputs are read in the judge's own mapping."""
+    evaluation = run_evaluation(task, write_candidate(tmp_path, "skip_call"), quick(cache, two))
+    assert {v.verdict for v in evaluation.correctness} == {Verdict.UNWRITTEN}
+
+
+def test_a_forged_device_time_is_hidden_work(task: Task, cache: Path, one: Path, tmp_path: Path) -> None:
+    """The runner's times are claims the judge bounds with its own clock against the initial kernel."""
+    evaluation = run_evaluation(task, write_candidate(tmp_path, "forge_time"), timed(cache, one))
+    assert evaluation.correct
+    (bench,) = evaluation.benchmarks
+    assert bench.timing("initial").status is TimingStatus.MEASURED
+    candidate = bench.timing("candidate")
+    assert candidate.status is TimingStatus.HIDDEN_WORK, candidate
+    assert "forged" in candidate.detail
+
+
+def test_an_output_cached_by_input_pointer_is_inputs_memoized(task: Task, cache: Path, one: Path, tmp_path: Path) -> None:
+    """Every timed call gets new input contents at the same address: a pointer-keyed cache goes stale."""
+    evaluation = run_evaluation(task, write_candidate(tmp_path, "memo_pointer"), timed(cache, one))
+    assert evaluation.correct
+    candidate = evaluation.benchmarks[0].timing("candidate")
+    assert candidate.status is TimingStatus.INPUTS_MEMOIZED, candidate
+
+
+def test_an_output_cached_by_content_gains_nothing(task: Task, cache: Path, one: Path, tmp_path: Path) -> None:
+    """Fresh contents every call: a fingerprint cache never hits, so the candidate is timed doing the work."""
+    evaluation = run_evaluation(task, write_candidate(tmp_path, "memo_content"), timed(cache, one))
+    bench = evaluation.benchmarks[0]
+    candidate, initial = bench.timing("candidate"), bench.timing("initial")
+    assert candidate.status is TimingStatus.MEASURED and initial.status is TimingStatus.MEASURED
+    # With repeated inputs it would copy a cached row block: a hundredfold "speedup". Doing the work, it is
+    # the initial kernel's algorithm plus a map lookup: never much faster.
+    assert candidate.median_ms > 0.6 * initial.median_ms, (candidate.median_ms, initial.median_ms)
