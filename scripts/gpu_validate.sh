@@ -38,6 +38,8 @@ led = read_ledger(Path(".quaere/ledger.jsonl"))
 print(f"ledger: {len(led.evaluations)} records, problems: {list(led.problems)}")
 PY
       ;;
+    smoke) python3 scripts/gpu_smoke.py 2>&1 | tee "$OUT/smoke.log" | tail -30 ;;
+    attacks) python3 -m pytest -m gpu -q -s -p no:cacheprovider tests/adversarial/test_gpu_attacks.py 2>&1 | tee "$OUT/attacks.log" | tail -60 ;;
     pytest) python3 -m pytest -m gpu -q -s -p no:cacheprovider tests -k "${PYTEST_K:-not initial_kernel_passes}" 2>&1 | tee "$OUT/pytest-gpu.log" | tail -40 ;;
   esac
   echo "step $step: rc $? wall $(python3 -c "import time;print(round(time.time()-$start,1))") s"

@@ -71,8 +71,9 @@ def _handle(state: JudgeState | None, request: dict) -> tuple[JudgeState | None,
                        "isolation": state.runners.isolation.model_dump(mode="json")}
     if op == "time":
         timing = TimingRule.model_validate(request["timing"])
+        call_log = Path(request["call_log"]) if request.get("call_log") else None
         timings = time_scenario(state, scenario, seed, _rule(request), timing, tuple(request["comparisons"]),
-                                timeout_s)
+                                timeout_s, call_log)
         note = state.clock(timing.flush_l2).note
         return state, {"ok": True, "timings": [t.model_dump(mode="json") for t in timings], "clock_note": note,
                        "isolation": state.runners.isolation.model_dump(mode="json")}

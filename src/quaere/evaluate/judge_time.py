@@ -17,17 +17,20 @@ or whose device work went on after its end event (``drain``), is ``hidden_work``
 
 from __future__ import annotations
 
+import json
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from quaere.evaluate import stats
 from quaere.evaluate.correctness import Rule, judge_error
 from quaere.evaluate.judge_state import JudgeState
+from quaere.evaluate.protocol import CallReply
 from quaere.evaluate.runner_client import RunnerLost, RunnerProcess
 from quaere.evaluate.scenario_buffers import ScenarioBuffers
-from quaere.evaluate.timing import TimingFailure, time_interleaved, to_timing
+from quaere.evaluate.timing import RUNNER_COVER_CYCLES, TimingFailure, time_interleaved, to_timing
 from quaere.records import Scenario, Timing, TimingStatus, Verdict
 from quaere.task.contract import ComparisonUnavailable, Sample
 from quaere.task.spec import TimingRule
@@ -53,6 +56,16 @@ class Context:
     timeout_s: float
     bounds: dict[str, float] = field(default_factory=dict)
     """Per output: the bound of the full untimed check on the first inputs."""
+    call_log: Path | None = None
+    """Where every native timed call is appended (JSON lines), to calibrate the clock bound; None: nowhere."""
+
+    def log_call(self, impl: str, index: int, wall_ms: float, reply: CallReply) -> None:
+        if self.call_log is None:
+            return
+        record = {"scenario": self.scenario.id, "impl": impl, "index": index, "wall_ms": wall_ms,
+                  **reply.model_dump()}
+        with self.call_log.open("a") as log:
+            log.write(json.dumps(record) + "\n")
 
     def fresh_inputs(self, index: int) -> dict[str, str]:
         """Write repetition ``index``'s inputs; return their checksums (to prove the call left them alone)."""
@@ -90,7 +103,7 @@ class NativeImpl:
         clock = ctx.state.clock(ctx.timing.flush_l2)
         clock.flush()
         ops.synchronize()
-        clock.cover()
+        clock.cover(RUNNER_COVER_CYCLES)
         args = ctx.buffers.arguments(ctx.state.task.module.arguments(ctx.scenario), slot)
         try:
             timed = self.runner.call(args, timed=True, timeout_s=ctx.timeout_s)
@@ -103,6 +116,7 @@ class NativeImpl:
         self.walls_ms.append(timed.wall_ms)
         self.claims_ms.append(float(reply.device_ms or 0.0))
         self.drains_ms.append(float(reply.drain_ms or 0.0))
+        ctx.log_call(self.name, index, timed.wall_ms, reply)
         self._verify(outputs, sums, index)
         return float(reply.device_ms or 0.0)
 
@@ -249,12 +263,12 @@ def _prepare(ctx: Context, comparisons: tuple[str, ...], natives: dict[str, Nati
 
 
 def time_scenario(state: JudgeState, scenario: Scenario, seed: int, rule: Rule, timing: TimingRule,
-                  comparisons: tuple[str, ...], timeout_s: float) -> list[Timing]:
+                  comparisons: tuple[str, ...], timeout_s: float, call_log: Path | None = None) -> list[Timing]:
     """Timings of the candidate, the initial kernel and each comparison, in that order."""
     module, ops = state.task.module, state.ops
     buffers = ScenarioBuffers(state.allocator, ops, module.make_inputs(scenario, seed), module.output_specs(scenario),
                               module.workspace_bytes(scenario), output_sets=2)
-    ctx = Context(state, scenario, seed, rule, timing, buffers, timeout_s)
+    ctx = Context(state, scenario, seed, rule, timing, buffers, timeout_s, call_log=call_log)
     natives: dict[str, NativeImpl] = {}
     settled: dict[str, Timing] = {}
     try:

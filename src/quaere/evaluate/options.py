@@ -48,6 +48,9 @@ class EvalOptions(BaseModel):
     sandbox: bool = True
     """Lock the candidate's runner in (seccomp, Landlock). Off only to diagnose the sandbox itself; the
     record says what was in force either way."""
+    call_log: Path | None = None
+    """Append every timed call of a native implementation (wall time, claimed device, host and drain times)
+    to this JSON-lines file: the data the clock bound's slack is calibrated on."""
     runner_threads: bool = False
     """Let candidate code start threads. Off: its code runs only inside its own call, so nothing it does
     can happen outside the timed interval or after its outputs are read."""

@@ -180,7 +180,8 @@ def _benchmarks(task: Task, seed: int, options: EvalOptions, sup: Supervisor, pr
     for scenario in scenarios:
         message = {"scenario": scenario.model_dump(mode="json"), "seed": seed, "factor": spec.correctness.factor,
                    "floor": spec.correctness.floor, "timing": spec.timing.model_dump(mode="json"),
-                   "comparisons": list(comparisons), "timeout_s": spec.correctness.scenario_timeout_s}
+                   "comparisons": list(comparisons), "timeout_s": spec.correctness.scenario_timeout_s,
+                   "call_log": str(options.call_log) if options.call_log else None}
         timings = sup.time(message, impls, options.benchmark_timeout_s)
         flops = float(module.flops(scenario))
         bound_ms = roofline_floor_ms(flops, float(module.min_bytes(scenario)), spec.roofline.matrix_tflops,

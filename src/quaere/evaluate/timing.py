@@ -34,7 +34,7 @@ class Clock(Protocol):
         """Evict the caches (and reset persisting L2 lines where that exists)."""
         ...
 
-    def cover(self) -> None:
+    def cover(self, cycles: int = ...) -> None:
         """Keep the device busy while a call is being enqueued (see :meth:`CudaClock.cover`)."""
         ...
 
@@ -90,7 +90,7 @@ class CpuClock:
             self._value = (self._value + 1) % 251
             self._buffer.fill(self._value)
 
-    def cover(self) -> None:
+    def cover(self, cycles: int = 0) -> None:
         """Nothing to cover on the CPU: the call is timed from the host."""
 
     def time_call(self, call: Callable[[], None]) -> float:
@@ -119,6 +119,9 @@ def _cpu_flush_bytes() -> int:
 
 # About 0.2 ms at the H200's 1.98 GHz: longer than any wrapper's launch overhead seen (FA3, SDPA, ctypes).
 HOST_COVER_CYCLES = 400_000
+# A runner's call crosses a process: the request, the runner waking up, its argument list, the candidate's
+# host code. About 0.5 ms covers all of it (measured on the H200: the whole round trip is ~0.6 ms).
+RUNNER_COVER_CYCLES = 1_000_000
 
 
 class CudaClock:
@@ -144,8 +147,8 @@ class CudaClock:
             self._reset, self.note = None, "cuCtxResetPersistingL2Cache failed; L2 flushed by overwrite only"
         self._buffer.fill_(0x5A)
 
-    def cover(self) -> None:
-        """Keep the device busy for ~0.2 ms from now (enqueued, not waited for).
+    def cover(self, cycles: int = HOST_COVER_CYCLES) -> None:
+        """Keep the device busy for ``cycles`` (~0.2 ms by default) from now (enqueued, not waited for).
 
         Before an in-process call it hides the host's launch overhead (a Python wrapper can take tens of
         microseconds, more than a short kernel) from the events, the same way for every implementation.
@@ -153,7 +156,7 @@ class CudaClock:
         busy (contexts of different processes time-slice, never overlap), so everything the candidate
         enqueues, on any of its streams, starts after the cover, when the runner's start event does.
         """
-        self.torch.cuda._sleep(HOST_COVER_CYCLES)
+        self.torch.cuda._sleep(cycles)
 
     def time_call(self, call: Callable[[], None]) -> float:
         torch = self.torch

@@ -103,7 +103,7 @@ class Driver:
         """The IPC handle of an allocation made with :meth:`alloc` (the whole allocation, nothing else)."""
         handle = IpcHandle()
         self._call("cuIpcGetMemHandle", ctypes.byref(handle), ctypes.c_uint64(pointer))
-        return bytes(handle.reserved)
+        return bytes(handle)  # the whole struct: the field reads as a NUL-terminated string
 
     def ipc_open(self, handle: bytes) -> int:
         if len(handle) != IPC_HANDLE_BYTES:
