@@ -170,3 +170,18 @@ def test_comparisons_compute_the_same_attention(torch, task, name, ident):
     low = task.module.reference(scenario, inputs, "low")
     error, low_error = max_error(torch, out, ref["o"]), max_error(torch, low["o"], ref["o"])
     assert error <= 2 * low_error + task.spec.correctness.floor
+
+
+@pytest.mark.parametrize("precision", ["fp32", "low"])
+def test_sampled_rows_equal_the_full_reference(torch, task, precision):
+    """The timed-output spot check computes a few rows the way the full reference does."""
+    params = {"batch": 2, "seqlen_q": 300, "seqlen_k": 77, "heads_q": 8, "heads_kv": 2, "head_dim": 64,
+              "causal": True}
+    scenario = Scenario(id="rows", params=params)
+    inputs = task.module.make_inputs(scenario, 4)
+    full = task.module.reference(scenario, inputs, precision)
+    sample = task.module.sample(scenario, inputs, 11)
+    taken = sample.take(full)
+    expected = sample.fp32 if precision == "fp32" else sample.low
+    for name in ("o", "lse"):
+        torch.testing.assert_close(taken[name].float(), expected[name].float(), atol=2e-2, rtol=0, equal_nan=True)

@@ -26,7 +26,7 @@ from quaere.evaluate.judge_check import check_scenario
 from quaere.evaluate.judge_runners import Runners, RunnerSettings
 from quaere.evaluate.judge_state import JudgeState
 from quaere.evaluate.judge_time import time_scenario
-from quaere.evaluate.shared import allocator_for
+from quaere.evaluate.shared import BufferPool, allocator_for
 from quaere.records import Scenario
 from quaere.task.loader import load_task
 from quaere.task.spec import TimingRule
@@ -43,7 +43,7 @@ def _init(request: dict) -> tuple[JudgeState, dict]:
         start_timeout_s=float(runner["start_timeout_s"]), sandbox=bool(runner["sandbox"]),
         threads=bool(runner["threads"]),
     )
-    state = JudgeState(task=task, ops=ops_for(task.spec.device), allocator=allocator_for(task.spec.device),
+    state = JudgeState(task=task, ops=ops_for(task.spec.device), pool=BufferPool(allocator_for(task.spec.device)),
                        runners=Runners(settings), banned=tuple(request.get("banned", ())))
     reply: dict[str, Any] = {"ok": True, "pid": os.getpid()}
     if task.spec.device == "cuda":
@@ -96,7 +96,7 @@ def serve(requests: BinaryIO, replies: BinaryIO) -> None:
             replies.flush()
     finally:
         if state is not None:
-            state.runners.close()
+            state.close()
 
 
 def main() -> None:

@@ -51,7 +51,7 @@ def check_scenario(state: JudgeState, scenario: Scenario, seed: int, rule: Rule,
     except RunnerLost as exc:
         return lost(exc)
     specs = module.output_specs(scenario)
-    buffers = ScenarioBuffers(state.allocator, ops, module.make_inputs(scenario, seed), specs,
+    buffers = ScenarioBuffers(state.pool, ops, module.make_inputs(scenario, seed), specs,
                               module.workspace_bytes(scenario))
     try:
         inputs, outputs = buffers.inputs, buffers.output_sets[0]
@@ -61,12 +61,10 @@ def check_scenario(state: JudgeState, scenario: Scenario, seed: int, rule: Rule,
         args = buffers.arguments(module.arguments(scenario))
         ops.synchronize()
         banned_before = state.banned_in(runner.maps_before)
-        exported, fds = buffers.exports()
         try:
-            runner.map(exported, fds, timeout_s)
+            state.share(runner, buffers.shared(), timeout_s)
             reply = runner.call(args, timed=False, timeout_s=timeout_s).reply
             banned = tuple(sorted(state.banned_in(runner.read_maps()) - banned_before))
-            runner.unmap(buffers.ids, timeout_s)
         except RunnerLost as exc:
             return lost(exc)
         modified = tuple(name for name, array in inputs.items() if ops.checksum(array) != before[name])

@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from quaere.evaluate.judge_runners import Runners
-from quaere.evaluate.shared import Allocator
+from quaere.evaluate.runner_client import RunnerLost, RunnerProcess
+from quaere.evaluate.shared import BufferPool, SharedBuffer
 from quaere.evaluate.timing import Clock
 from quaere.task.loader import Task
 
@@ -16,7 +17,7 @@ from quaere.task.loader import Task
 class JudgeState:
     task: Task
     ops: Any
-    allocator: Allocator
+    pool: BufferPool
     runners: Runners
     banned: tuple[str, ...] = ()
     clocks: dict[bool, Clock] = field(default_factory=dict)
@@ -28,6 +29,36 @@ class JudgeState:
         from quaere.evaluate.runtime_guard import banned_mappings
 
         return banned_mappings(self.banned, maps_text)
+
+    def share(self, runner: RunnerProcess, buffers: list[SharedBuffer], timeout_s: float) -> None:
+        """Make ``runner`` map every buffer of ``buffers`` it lacks; before that, unmap the buffers the pool
+        retired from every live runner and free them (raises RunnerLost for ``runner``'s own failure)."""
+        retired = self.pool.take_retired()
+        if retired:
+            ids = {b.id for b in retired}
+            for impl, other in list(self.runners.live.items()):
+                stale = sorted(other.mapped & ids)
+                if stale and other.alive():
+                    try:
+                        other.unmap(stale, timeout_s)
+                    except RunnerLost:
+                        self.runners.drop(impl)
+            for buffer in retired:
+                buffer.free()
+        missing = [b for b in buffers if b.id not in runner.mapped]
+        if not missing:
+            return
+        specs, fds = [], []
+        for buffer in missing:
+            spec, fd = buffer.export()
+            specs.append(spec)
+            if fd is not None:
+                fds.append(fd)
+        runner.map(specs, fds, timeout_s)
+
+    def close(self) -> None:
+        self.runners.close()
+        self.pool.close()
 
     def clock(self, flush: bool) -> Clock:
         if flush not in self.clocks:

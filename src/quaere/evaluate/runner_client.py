@@ -100,6 +100,8 @@ class RunnerProcess:
         self.pid = self.proc.pid
         self.isolation = Isolation(separate_process=True, judge_uid=os.getuid())
         self.maps_before = ""
+        self.mapped: set[str] = set()
+        """Ids of the judge's buffers this runner has mapped (the judge's bookkeeping, not the runner's word)."""
 
     # -- lifecycle ------------------------------------------------------------------------------------
 
@@ -142,9 +144,11 @@ class RunnerProcess:
     def map(self, buffers: list[BufferSpec], fds: list[int], timeout_s: float) -> None:
         message = {"op": "map", "buffers": [b.model_dump(mode="json") for b in buffers]}
         self._ok(self._exchange(message, timeout_s, fds))
+        self.mapped.update(b.id for b in buffers)
 
     def unmap(self, ids: list[str], timeout_s: float) -> None:
         self._ok(self._exchange({"op": "unmap", "ids": ids}, timeout_s))
+        self.mapped.difference_update(ids)
 
     def call(self, args: list[ArgSpec], timed: bool, timeout_s: float) -> Timed:
         message = {"op": "call", "args": [a.model_dump(mode="json", exclude_none=True) for a in args],

@@ -1,9 +1,9 @@
-"""One scenario's inputs, outputs and workspace in judge-owned shared buffers, and the entry point's
-arguments resolved against them.
+"""One scenario's inputs, outputs and workspace in judge-owned shared buffers (from the judge's pool), and
+the entry point's arguments resolved against them.
 
-Outputs sit between two guard regions of their own allocation (bit patterns checked after every call) and
-are poisoned before every call. Several output *sets* can be kept, so that consecutive timed calls write
-to different addresses (a cache keyed by output pointer gains nothing).
+Outputs sit between two guard regions at the start of their buffer (bit patterns checked after every call)
+and are poisoned before every call. Several output *sets* can be kept, so that consecutive timed calls
+write to different addresses (a cache keyed by output pointer gains nothing).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 
 from quaere.evaluate.arrays import GUARD_BYTES, guard_elems, pattern_for
 from quaere.evaluate.protocol import ArgSpec, BufferSpec
-from quaere.evaluate.shared import DTYPE_BYTES, Allocator, SharedBuffer
+from quaere.evaluate.shared import DTYPE_BYTES, BufferPool, SharedBuffer
 from quaere.task.contract import Arg, OutputSpec
 
 
@@ -47,44 +47,34 @@ class Outputs:
 
 
 class ScenarioBuffers:
-    """Allocates everything one scenario needs; :meth:`free` releases it (after the runners unmapped it)."""
+    """Views of everything one scenario needs over the pool's buffers; :meth:`free` drops the views."""
 
-    def __init__(self, allocator: Allocator, ops: Any, inputs: dict[str, Any], specs: dict[str, OutputSpec],
+    def __init__(self, pool: BufferPool, ops: Any, inputs: dict[str, Any], specs: dict[str, OutputSpec],
                  workspace_bytes: int, output_sets: int = 1) -> None:
         self.ops, self.specs = ops, specs
-        self.buffers: list[SharedBuffer] = []
+        self.buffers: dict[str, SharedBuffer] = {}
         self.inputs: dict[str, Any] = {}
         for name, array in inputs.items():
-            buffer = self._allocate(allocator, f"in-{name}", ops.nbytes(array))
+            buffer = self._take(pool, f"in-{name}", ops.nbytes(array))
             view = buffer.typed(ops.dtype_name(array), tuple(array.shape))
             ops.assign(view, array)
             self.inputs[name] = view
         self.output_sets: list[Outputs] = []
         for index in range(output_sets):
-            buffers = {name: self._allocate(allocator, f"out{index}-{name}", _guarded_bytes(spec))
+            buffers = {name: self._take(pool, f"out{index}-{name}", _guarded_bytes(spec))
                        for name, spec in specs.items()}
             self.output_sets.append(Outputs(ops, buffers, specs))
         self.workspace_bytes = max(0, int(workspace_bytes))
-        self.workspace = self._allocate(allocator, "workspace", self.workspace_bytes) if self.workspace_bytes else None
+        self.workspace = self._take(pool, "workspace", self.workspace_bytes) if self.workspace_bytes else None
         self._workspace_view = self.workspace.typed("uint8", (self.workspace_bytes,)) if self.workspace else None
 
-    def _allocate(self, allocator: Allocator, name: str, nbytes: int) -> SharedBuffer:
-        buffer = allocator.allocate(name, nbytes)
-        self.buffers.append(buffer)
-        return buffer
+    def _take(self, pool: BufferPool, role: str, nbytes: int) -> SharedBuffer:
+        self.buffers[role] = pool.get(role, nbytes)
+        return self.buffers[role]
 
-    def exports(self) -> tuple[list[BufferSpec], list[int]]:
-        specs, fds = [], []
-        for buffer in self.buffers:
-            spec, fd = buffer.export()
-            specs.append(spec)
-            if fd is not None:
-                fds.append(fd)
-        return specs, fds
-
-    @property
-    def ids(self) -> list[str]:
-        return [b.id for b in self.buffers]
+    def shared(self) -> list[SharedBuffer]:
+        """The buffers a runner must have mapped for this scenario's calls."""
+        return list(self.buffers.values())
 
     def refill_workspace(self) -> None:
         if self._workspace_view is not None:
@@ -105,14 +95,15 @@ class ScenarioBuffers:
     def _resolve(self, arg: Arg, output_set: int) -> ArgSpec:
         if arg.kind == "pointer":
             if arg.name in self.inputs:
-                return ArgSpec(kind="ptr", buffer=f"in-{arg.name}", offset=0)
+                return ArgSpec(kind="ptr", buffer=self.buffers[f"in-{arg.name}"].id, offset=0)
             if arg.name in self.specs:
-                offset = GUARD_BYTES
-                return ArgSpec(kind="ptr", buffer=f"out{output_set}-{arg.name}", offset=offset)
+                return ArgSpec(kind="ptr", buffer=self.buffers[f"out{output_set}-{arg.name}"].id, offset=GUARD_BYTES)
             raise ArgumentError(f"argument names '{arg.name}', which is neither an input "
                                 f"({', '.join(self.inputs)}) nor an output ({', '.join(self.specs)})")
         if arg.kind == "workspace":
-            return ArgSpec(kind="ptr", buffer="workspace", offset=0) if self.workspace else ArgSpec(kind="null")
+            if self.workspace is None:
+                return ArgSpec(kind="null")
+            return ArgSpec(kind="ptr", buffer=self.workspace.id, offset=0)
         if arg.kind == "workspace_bytes":
             return ArgSpec(kind="u64", value=self.workspace_bytes)
         if arg.kind == "stream":
@@ -120,11 +111,10 @@ class ScenarioBuffers:
         return ArgSpec(kind=arg.kind, value=arg.value)
 
     def free(self) -> None:
+        """Drop the views (the pool keeps the buffers for the next scenario)."""
         self.inputs.clear()
         self.output_sets.clear()
         self._workspace_view = None
-        for buffer in self.buffers:
-            buffer.free()
         self.buffers.clear()
 
 

@@ -144,3 +144,38 @@ class CudaAllocator:
 
 def allocator_for(device: str) -> Allocator:
     return MemfdAllocator() if device == "cpu" else CudaAllocator()
+
+
+@dataclass
+class BufferPool:
+    """Shared buffers kept across scenarios, one per role ('in-q', 'out0-o', 'workspace'...), grown when a
+    scenario needs more. Allocating and mapping a CUDA IPC buffer costs milliseconds; a pool pays it once
+    per role and size class rather than per scenario. A buffer replaced by a larger one is *retired*: the
+    judge unmaps it from every runner before it is freed (:meth:`take_retired`)."""
+
+    allocator: Allocator
+    buffers: dict[str, SharedBuffer] = field(default_factory=dict)
+    retired: list[SharedBuffer] = field(default_factory=list)
+    generation: int = 0
+
+    def get(self, role: str, nbytes: int) -> SharedBuffer:
+        """The role's buffer, at least ``nbytes`` long (a new one, 1.5x larger, when it is too small)."""
+        current = self.buffers.get(role)
+        if current is not None and current.nbytes >= nbytes:
+            return current
+        if current is not None:
+            self.retired.append(current)
+        self.generation += 1
+        size = max(nbytes, int(current.nbytes * 1.5)) if current is not None else nbytes
+        self.buffers[role] = self.allocator.allocate(f"{role}#{self.generation}", size)
+        return self.buffers[role]
+
+    def take_retired(self) -> list[SharedBuffer]:
+        """The retired buffers (the caller unmaps them everywhere, then frees them)."""
+        retired, self.retired = self.retired, []
+        return retired
+
+    def close(self) -> None:
+        for buffer in [*self.buffers.values(), *self.take_retired()]:
+            buffer.free()
+        self.buffers.clear()

@@ -45,8 +45,8 @@ class TimingRule(Strict):
     """Repetitions are spread over this many interleaved rounds (implementation order shuffled per round)."""
     flush_l2: bool = True
     """Overwrite a buffer larger than the last-level cache before every repetition."""
-    hidden_work_abs_ms: float = Field(default=0.02, ge=0)
-    """Slack of the judge's wall-clock bound: a candidate's median (wall time - claimed device time) may
+    hidden_work_abs_ms: float = Field(default=0.025, ge=0)
+    """Slack of the judge's wall-clock bound: a candidate's lower quartile of (wall time - claimed device time) may
     exceed the initial kernel's by this much, or by ``hidden_work_rel`` of its device time if larger;
     beyond it the timing is ``hidden_work``. Also the slack for device work still running after the
     timed interval ended (``drain``)."""

@@ -86,21 +86,24 @@ def _block(torch: Any, q: Any, k: Any, v: Any, rows: range, seqlen_q: int, causa
 
 def attention_rows(q: Any, k: Any, v: Any, b: Any, i: Any, h: Any, causal: bool, scale: float,
                    precision: str) -> tuple[Any, Any]:
-    """Rows (b[n], i[n], h[n]) of :func:`attention`: o [N, D] and lse [N], computed one row at a time with
-    the same arithmetic (so a timed output can be spot-checked without the whole reference)."""
+    """Rows (b[n], i[n], h[n]) of :func:`attention`: o [N, D] and lse [N], with the same arithmetic (so a timed
+    output can be spot-checked without the whole reference); all N rows at once, one gather per input."""
     import torch
 
     if precision not in ("fp32", "low"):
         raise ValueError(f"precision is {precision!r}; expected 'fp32' or 'low'")
     work = torch.float32 if precision == "fp32" else torch.bfloat16
-    seqlen_q, group = q.shape[1], q.shape[2] // k.shape[2]
-    rows_o, rows_lse = [], []
+    seqlen_q, seqlen_k, group = q.shape[1], k.shape[1], q.shape[2] // k.shape[2]
     with exact_fp32_matmul(torch):
-        for bn, iq, hq in zip(b.tolist(), i.tolist(), h.tolist(), strict=True):
-            qr = q[bn, iq, hq].to(work)[None, None, :]
-            kr = k[bn, :, hq // group].to(work)[None]
-            vr = v[bn, :, hq // group].to(work)[None]
-            ob, lb = _block(torch, qr, kr, vr, range(iq, iq + 1), seqlen_q, causal, scale)
-            rows_o.append(ob[0, 0])
-            rows_lse.append(lb[0, 0])
-    return torch.stack(rows_o).to(work), torch.stack(rows_lse)
+        qr = q[b, i, h].to(work).unsqueeze(1)  # [N, 1, D]
+        kr = k[b, :, h // group].to(work)  # [N, Sk, D]
+        vr = v[b, :, h // group].to(work)
+        scores = torch.bmm(qr, kr.transpose(1, 2)).float().mul_(scale)  # [N, 1, Sk]
+        if causal:
+            j = torch.arange(seqlen_k, device=q.device).view(1, 1, -1)
+            scores.masked_fill_(j > (i + (seqlen_k - seqlen_q)).view(-1, 1, 1), float("-inf"))
+        lse = torch.logsumexp(scores, dim=-1)  # [N, 1]
+        masked_row = torch.isinf(lse).unsqueeze(-1)
+        probs = scores.sub_(torch.where(masked_row, torch.zeros_like(lse.unsqueeze(-1)), lse.unsqueeze(-1))).exp_()
+        o = torch.bmm(probs.to(work), vr)  # [N, 1, D]
+    return o[:, 0].to(work), lse[:, 0]
