@@ -43,11 +43,11 @@ def run(cmd: list[str], cwd: Path | None = None) -> None:
         raise AssertionError(f"fixture build failed: {' '.join(cmd)}\n{done.stdout}\n{done.stderr}")
 
 
-def fake_blas(folder: Path, name: str = "libcublas.so.13") -> Path:
-    """The cuBLAS stand-in, SONAME libcublas.so.13, written under ``folder`` as ``name``."""
+def fake_blas(folder: Path, name: str = "libcublas.so.13", soname: str = "libcublas.so.13") -> Path:
+    """The cuBLAS stand-in, SONAME ``soname``, written under ``folder`` as ``name``."""
     folder.mkdir(parents=True, exist_ok=True)
     out = folder / name
-    run([compiler("cc"), "-shared", "-fPIC", "-O1", "-Wl,-soname,libcublas.so.13", "-o", str(out),
+    run([compiler("cc"), "-shared", "-fPIC", "-O1", f"-Wl,-soname,{soname}", "-o", str(out),
          str(FIXTURES / "fake_cublas.c")])
     return out
 
