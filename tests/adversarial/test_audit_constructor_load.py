@@ -19,6 +19,7 @@ from quaere.evaluate.runtime_guard import guard_environment, runtime_findings
 from .audit_support import ATTACKS, Probe, compiler, fake_blas, run
 
 BANNED = ("cublas",)
+IDENTITY = "SONAME libcublas.so.13; exports cublasCreate_v2"
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +56,7 @@ def test_maps_read_before_the_load_see_the_constructors_library(attack: dict[str
     # The old diff (around the first call) is blind: cuBLAS was mapped by the constructor before it.
     assert new_banned_mappings(first_call, end, BANNED) == ()
     found = new_banned_mappings(before, end, BANNED)
-    assert [f.evidence for f in found] == [f"mapped {attack['blas']} (cublas: SONAME libcublas.so.13; exports cublasCreate_v2)"]
+    assert [f.evidence for f in found] == [f"mapped {attack['blas']} (cublas: {IDENTITY})"]
 
 
 def test_the_guard_blames_the_candidate_for_its_helpers_calls(attack: dict[str, Path], tmp_path: Path) -> None:

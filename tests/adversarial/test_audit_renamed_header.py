@@ -38,7 +38,8 @@ def test_renamed_cutlass_folder_is_found_by_where_it_lies(tmp_path: Path) -> Non
 
 def test_a_header_beside_the_candidate_is_refused(tmp_path: Path) -> None:
     ws = _workspace(tmp_path, "beside_header.cpp", "helper_beside.h")
-    report = audit(build_candidate(ws / "beside_header.cpp", tmp_path / "out"), ws / "beside_header.cpp", tmp_path / "task")
+    source = ws / "beside_header.cpp"
+    report = audit(build_candidate(source, tmp_path / "out"), source, tmp_path / "task")
     assert evidence(report, "includes_outside_roots") == [str(ws / "helper_beside.h")]
 
 
@@ -71,5 +72,8 @@ def test_roots_come_from_the_compiler_and_the_command(tmp_path: Path) -> None:
     roots = allowed_roots("c++ -O2 -Iinclude -isystem /opt/x -shared a.cpp -o a.so", tmp_path)
     assert "/usr/include" in roots and str(tmp_path / "include") in roots and "/opt/x" in roots
     assert roots[-1] == str(tmp_path)
-    text = '#include "..." search starts here:\n /q\n#include <...> search starts here:\n /a\n /b/c\nEnd of search list.\n'
+    text = (
+        '#include "..." search starts here:\n /q\n'
+        "#include <...> search starts here:\n /a\n /b/c\nEnd of search list.\n"
+    )
     assert parse_search_list(text) == ("/q", "/a", "/b/c")

@@ -31,6 +31,27 @@ EXTRACT_TIMEOUT_S = 120.0
 _LIBRARY_DIRS = ("/lib", "/usr/lib", "/lib64", "/usr/lib64", "/usr/local/lib")
 
 
+# Sections a C/C++ compiler and the GNU linker emit into a shared object, depending on what the code
+# uses (thread-locals, exceptions, constructors, PLT flavours), and nvcc's host-side ones (the fat
+# binary, its segment descriptor, the module id of relocatable device code) for an audit without a
+# reference build. The sections of the task's own initial kernel built with the same command are added
+# to these, so a toolchain's new sections come from the toolchain, not from this list.
+LINKER_SECTIONS = frozenset({
+    "", ".interp", ".hash", ".gnu.hash", ".dynsym", ".dynstr", ".gnu.version", ".gnu.version_r",
+    ".gnu.version_d", ".rela.dyn", ".rela.plt", ".relr.dyn", ".init", ".plt", ".plt.got", ".plt.sec", ".text",
+    ".fini", ".rodata", ".eh_frame_hdr", ".eh_frame", ".gcc_except_table", ".tdata", ".tbss", ".init_array",
+    ".fini_array", ".preinit_array", ".data.rel.ro", ".dynamic", ".got", ".got.plt", ".data", ".bss",
+    ".comment", ".symtab", ".strtab", ".shstrtab", ".gnu_debuglink", ".gnu_debugaltlink",
+    *DEVICE_CODE_SECTIONS, "__nv_module_id",
+})
+LINKER_SECTION_PREFIXES = (".note.", ".debug_", ".zdebug_", ".gnu.build.attributes")
+
+
+def normal_section(name: str, reference: frozenset[str]) -> bool:
+    """A section the linker, nvcc or the task's own build (``reference``) emits."""
+    return name in LINKER_SECTIONS or name in reference or name.startswith(LINKER_SECTION_PREFIXES)
+
+
 @dataclass(frozen=True)
 class EmbeddedObject:
     """An ELF header found inside the artifact's bytes."""

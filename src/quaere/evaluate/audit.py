@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from quaere.evaluate.artifact_scan import normal_section
 from quaere.evaluate.audit_facts import ArtifactFacts, FactInputs, HostSymbol, collect_facts
 from quaere.evaluate.families import FAMILIES, Family, families
 from quaere.evaluate.include_roots import RootsUnknown, allowed_roots, under_roots
@@ -155,29 +156,11 @@ def includes_outside_roots(facts: ArtifactFacts, fams: tuple[Family, ...]) -> tu
     )
 
 
-# Sections a C/C++ compiler and the GNU linker emit into a shared object, depending on what the code
-# uses (thread-locals, exceptions, constructors, PLT flavours). The sections of the task's own initial
-# kernel built with the same command are added to these, so a toolchain's own sections (nvcc's
-# .nv_fatbin, .nvFatBinSegment, __nv_module_id...) come from the toolchain, not from this list.
-LINKER_SECTIONS = frozenset({
-    "", ".interp", ".hash", ".gnu.hash", ".dynsym", ".dynstr", ".gnu.version", ".gnu.version_r",
-    ".gnu.version_d", ".rela.dyn", ".rela.plt", ".relr.dyn", ".init", ".plt", ".plt.got", ".plt.sec", ".text",
-    ".fini", ".rodata", ".eh_frame_hdr", ".eh_frame", ".gcc_except_table", ".tdata", ".tbss", ".init_array",
-    ".fini_array", ".preinit_array", ".data.rel.ro", ".dynamic", ".got", ".got.plt", ".data", ".bss",
-    ".comment", ".symtab", ".strtab", ".shstrtab", ".gnu_debuglink", ".gnu_debugaltlink",
-    # nvcc's host-side sections, for an audit without a reference build: the fat binary, its segment
-    # descriptor, the module id of relocatable device code.
-    ".nv_fatbin", ".nvFatBinSegment", "__nv_relfatbin", "__nv_module_id",
-})
-LINKER_SECTION_PREFIXES = (".note.", ".debug_", ".zdebug_", ".gnu.build.attributes")
-
-
 def unexpected_sections(facts: ArtifactFacts, fams: tuple[Family, ...]) -> tuple[str, ...]:
-    allowed = LINKER_SECTIONS | facts.reference_sections
     return tuple(
         f"section {s.name!r} ({s.size_bytes} bytes)"
         for s in facts.sections
-        if s.name not in allowed and not s.name.startswith(LINKER_SECTION_PREFIXES)
+        if not normal_section(s.name, facts.reference_sections)
     )
 
 
@@ -314,7 +297,8 @@ def _inputs(build: BuildResult, banned: tuple[str, ...], context: AuditContext) 
         if context.source is None:
             notes.append("the candidate's source was not given: its text was not audited")
     reference = context.reference
-    ref_path = Path(reference.artifact) if reference and reference.status is BuildStatus.OK and reference.artifact else None
+    usable = reference is not None and reference.status is BuildStatus.OK and reference.artifact
+    ref_path = Path(reference.artifact) if usable and reference is not None else None
     return FactInputs(source=context.source, include_roots=roots, reference=ref_path), notes
 
 
@@ -335,6 +319,8 @@ def run_audit(build: BuildResult, banned: tuple[str, ...], context: AuditContext
                        audit_warnings(facts, banned))
 
 
-def audit_build(build: BuildResult, banned: tuple[str, ...], context: AuditContext = AuditContext()) -> tuple[AuditFinding, ...]:
+def audit_build(
+    build: BuildResult, banned: tuple[str, ...], context: AuditContext = AuditContext()
+) -> tuple[AuditFinding, ...]:
     """The findings of :func:`run_audit`; an artifact without device code simply has no device symbols."""
     return run_audit(build, banned, context).findings

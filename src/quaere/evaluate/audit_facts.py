@@ -167,23 +167,31 @@ class FactInputs:
     reference: Path | None = None
 
 
-def _bytes_facts(artifact: Path, tools: _Tools) -> dict:
+@dataclass(frozen=True)
+class _ByteFacts:
+    """What reading the artifact's own bytes showed."""
+
+    sections: tuple[Section, ...] = ()
+    data_strings: tuple[str, ...] = ()
+    embedded: tuple[EmbeddedObject, ...] = ()
+    fingerprints: tuple[Fingerprint, ...] = ()
+    runpath: tuple[str, ...] = ()
+
+    @property
+    def has_device_code(self) -> bool:
+        return any(s.name in DEVICE_CODE_SECTIONS for s in self.sections)
+
+
+def _bytes_facts(artifact: Path, tools: _Tools) -> _ByteFacts:
     try:
         data = artifact.read_bytes()
         sections = sections_of(data)
+        runpath = dynamic_info(data, with_symbols=False).runpath
     except (NotElf, OSError, IndexError, ValueError, struct.error) as exc:  # a truncated or odd ELF
         tools.notes.append(f"could not read sections of {artifact}: {exc}")
-        return {}
+        return _ByteFacts()
     strings = tuple(s for s in section_strings(artifact, DATA_SECTIONS) if MENTIONS_LIBRARY.search(s))
-    try:
-        runpath = dynamic_info(data, with_symbols=False).runpath
-    except (NotElf, IndexError, ValueError, struct.error):
-        runpath = ()
-    return {
-        "sections": sections, "data_strings": strings, "embedded": embedded_objects(data, sections),
-        "fingerprints": fingerprints(data, sections),
-        "has_device_code": any(s.name in DEVICE_CODE_SECTIONS for s in sections), "_runpath": runpath,
-    }
+    return _ByteFacts(sections, strings, embedded_objects(data, sections), fingerprints(data, sections), runpath)
 
 
 def _needed_libraries(needed: tuple[str, ...], runpath: tuple[str, ...], artifact: Path) -> tuple[NeededLibrary, ...]:
@@ -215,7 +223,9 @@ def _reference_sections(reference: Path | None, tools: _Tools) -> frozenset[str]
         return frozenset()
 
 
-def collect_facts(artifact: Path, included_headers: tuple[str, ...], inputs: FactInputs = FactInputs()) -> ArtifactFacts:
+def collect_facts(
+    artifact: Path, included_headers: tuple[str, ...], inputs: FactInputs = FactInputs()
+) -> ArtifactFacts:
     """Run nm, readelf and (for CUDA builds) cuobjdump over ``artifact``, scan its bytes, resolve its
     NEEDED entries and headers and read the source; never raises for a tool or file problem."""
     tools = _Tools()
@@ -225,11 +235,7 @@ def collect_facts(artifact: Path, included_headers: tuple[str, ...], inputs: Fac
     symtab = parse_nm(tools.run("nm -C", nm, ["-C", path]) or "")
     needed = parse_needed(tools.run("readelf -d", readelf, ["-d", "-W", path]) or "")
     scanned = _bytes_facts(artifact, tools)
-    runpath = scanned.pop("_runpath", ())
-    device: tuple[str, ...] = ()
-    if scanned.get("has_device_code"):
-        device, device_prints = _device_facts(artifact, tools)
-        scanned["fingerprints"] = scanned["fingerprints"] + device_prints
+    device, device_prints = _device_facts(artifact, tools) if scanned.has_device_code else ((), ())
     source_text = ""
     if inputs.source is not None:
         try:
@@ -242,14 +248,18 @@ def collect_facts(artifact: Path, included_headers: tuple[str, ...], inputs: Fac
         dynamic_symbols=dynamic,
         symtab_symbols=symtab,
         needed=needed,
+        has_device_code=scanned.has_device_code,
         device_symbols=device,
+        data_strings=scanned.data_strings,
+        sections=scanned.sections,
+        embedded=scanned.embedded,
+        fingerprints=scanned.fingerprints + device_prints,
         header_realpaths=tuple(os.path.realpath(h) for h in included_headers),
         include_roots=inputs.include_roots,
         reference_sections=_reference_sections(inputs.reference, tools),
-        needed_libraries=_needed_libraries(needed, runpath, artifact),
+        needed_libraries=_needed_libraries(needed, scanned.runpath, artifact),
         source=str(inputs.source or ""),
         source_text=source_text,
         missing_tools=tuple(dict.fromkeys(tools.missing)),
         notes=tuple(tools.notes),
-        **scanned,
     )

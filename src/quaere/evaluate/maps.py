@@ -79,7 +79,8 @@ def parse_maps(text: str) -> tuple[Mapping, ...]:
             continue
         path = fields[5] if len(fields) == 6 else ""
         deleted = path.endswith(DELETED_SUFFIX)
-        found.append(Mapping(start, end, fields[1], offset, fields[3], inode, path.removesuffix(DELETED_SUFFIX), deleted))
+        path = path.removesuffix(DELETED_SUFFIX)
+        found.append(Mapping(start, end, fields[1], offset, fields[3], inode, path, deleted))
     return tuple(found)
 
 

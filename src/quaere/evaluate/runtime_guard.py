@@ -252,9 +252,9 @@ def banned_mappings(banned: tuple[str, ...], maps_text: str, pid: int | str = "s
     ``pid`` is the process the text came from (deleted files are read through its ``map_files``).
     Kept for the in-process worker; the judge's runner uses :func:`new_banned_mappings`.
     """
-    if not _library_families(banned):
-        return frozenset()
     fams = tuple(f.name for f in _library_families(banned))
+    if not fams:
+        return frozenset()
     return frozenset(o.mapping.path for o in banned_objects(parse_maps(maps_text), fams, pid=pid))
 
 
