@@ -2,7 +2,8 @@
  *
  * One line per call is appended to the file named by QUAERE_DLGUARD_LOG:
  *     <pid> TAB <kind> TAB <requested library or symbol> TAB <caller object path> TAB <target> LF
- * kind is dlopen, dlmopen, dlsym or dlvsym (its name field is "symbol@version"). target is, for the
+ * kind is dlopen, dlmopen, dlsym or dlvsym (its name field is "symbol@version"), or "error" when the
+ * shim could not find the real dlsym (every lookup then fails). target is, for the
  * symbol lookups, the object the handle names (its path, "(main)", RTLD_DEFAULT or RTLD_NEXT), so a
  * lookup in a renamed copy of a banned library can be identified by that file's content; "-" otherwise.
  * One line "<pid> TAB loaded TAB dlguard TAB ? TAB -" is written when the shim is loaded, so a missing
@@ -92,12 +93,25 @@ static int lookup_in_object(struct dl_phdr_info *info, size_t size, void *data) 
     return 0;
 }
 
+static void record(const char *kind, const char *name, void *return_address, const char *target);
+
+static void *no_symbol(void *handle, const char *symbol) {
+    (void)handle;
+    (void)symbol;
+    return NULL;
+}
+
 static dlsym_fn real_dlsym(void) {
     if (!real_dlsym_ptr) {
         Dl_info self;
         struct lookup want = {"dlsym", NULL, NULL};
         if (dladdr((void *)&lookup_in_object, &self)) want.skip = self.dli_fname;
         dl_iterate_phdr(lookup_in_object, &want);
+        if (!want.found) {
+            /* Say so in the log (the evaluator reports a broken guard) rather than jump to address 0. */
+            record("error", "the real dlsym was not found", NULL, "-");
+            return no_symbol;
+        }
         real_dlsym_ptr = (dlsym_fn)want.found;
     }
     return real_dlsym_ptr;
@@ -157,12 +171,14 @@ __attribute__((constructor)) static void announce(void) { record("loaded", "dlgu
 void *dlopen(const char *file, int mode) {
     record("dlopen", file, __builtin_return_address(0), "-");
     if (!real_dlopen_ptr) real_dlopen_ptr = (dlopen_fn)real_dlsym()(RTLD_NEXT, "dlopen");
+    if (!real_dlopen_ptr) return NULL;
     return real_dlopen_ptr(file, mode); /* tail call: the real dlopen sees our caller's address */
 }
 
 void *dlmopen(Lmid_t lmid, const char *file, int mode) {
     record("dlmopen", file, __builtin_return_address(0), "-");
     if (!real_dlmopen_ptr) real_dlmopen_ptr = (dlmopen_fn)real_dlsym()(RTLD_NEXT, "dlmopen");
+    if (!real_dlmopen_ptr) return NULL;
     return real_dlmopen_ptr(lmid, file, mode);
 }
 
@@ -174,5 +190,6 @@ void *dlsym(void *handle, const char *symbol) {
 void *dlvsym(void *handle, const char *symbol, const char *version) {
     record_lookup("dlvsym", handle, symbol, version, __builtin_return_address(0));
     if (!real_dlvsym_ptr) real_dlvsym_ptr = (dlvsym_fn)real_dlsym()(RTLD_NEXT, "dlvsym");
+    if (!real_dlvsym_ptr) return NULL;
     return real_dlvsym_ptr(handle, symbol, version);
 }
