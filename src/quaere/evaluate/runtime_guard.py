@@ -223,8 +223,8 @@ def runtime_findings(
     the candidate was loaded, e.g. ``{os.path.realpath(m.path) for m in before if m.is_file}``), any
     caller outside that set, an address in no object ('?') included. A library is judged by its name
     and, where the call names a file, by that file's content; a lookup by the symbol's name or by the
-    content of the object its handle names. Raises :class:`GuardNotActive` when the log is missing or
-    shows the shim never loaded.
+    content of the object its handle names. Raises :class:`GuardNotActive` when the log is missing,
+    shows the shim never loaded, or shows it could not find the real ``dlsym``.
     """
     try:
         calls = parse_log(log_path.read_text(errors="replace"))
@@ -232,6 +232,8 @@ def runtime_findings(
         raise GuardNotActive(f"{log_path}: no guard log; was the worker started with guard_environment()?") from exc
     if not any(c.kind == "loaded" for c in calls):
         raise GuardNotActive(f"{log_path}: the dlopen guard never loaded in the worker")
+    if any(c.kind == "error" for c in calls):
+        raise GuardNotActive(f"{log_path}: the dlopen guard loaded but could not find the real dlsym")
     fams = _library_families(banned)
     who = _Attribution(candidate_artifact, trusted_objects)
     findings: list[AuditFinding] = []
