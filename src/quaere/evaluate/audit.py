@@ -22,7 +22,7 @@ from quaere.evaluate.audit_facts import ArtifactFacts, FactInputs, HostSymbol, c
 from quaere.evaluate.families import FAMILIES, Family, families
 from quaere.evaluate.include_roots import RootsUnknown, allowed_roots, under_roots
 from quaere.evaluate.runtime_guard import RUNTIME_RULES
-from quaere.evaluate.source_scan import embedding_directives, library_loading, raw_system_calls
+from quaere.evaluate.source_scan import SourceHit, embedding_directives, library_loading, raw_system_calls
 from quaere.records import AuditFinding, BuildResult, BuildStatus
 
 __all__ = [
@@ -178,7 +178,7 @@ def banned_fingerprints(facts: ArtifactFacts, fams: tuple[Family, ...]) -> tuple
     return tuple(f"{p.text!r} in {p.place} ({p.family})" for p in facts.fingerprints if p.family in names)
 
 
-def _source_lines(facts: ArtifactFacts, hits: Iterable) -> tuple[str, ...]:
+def _source_lines(facts: ArtifactFacts, hits: Iterable[SourceHit]) -> tuple[str, ...]:
     name = Path(facts.source).name or "source"
     return tuple(f"{name}:{hit.line}: {hit.text}" for hit in hits)
 
