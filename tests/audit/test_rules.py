@@ -11,7 +11,9 @@ import pytest
 from quaere.evaluate.audit import (
     MAX_FINDINGS_PER_RULE,
     RULES,
+    WARNING_RULES,
     ArtifactFacts,
+    AuditContext,
     audit_build,
     audit_facts,
     collect_facts,
@@ -42,8 +44,24 @@ def _facts(built, built_cuda, name: str, cuda: bool) -> ArtifactFacts:
     return collect_facts(item.artifact, item.headers)
 
 
+# Rules whose attacks need a source, a task folder or a run: asserted by name in tests/adversarial/.
+ADVERSARIAL = {
+    "includes_outside_roots": "test_audit_renamed_header.py",
+    "unexpected_sections": "test_audit_incbin.py",
+    "embedded_objects": "test_audit_incbin.py",
+    "banned_fingerprints": "test_audit_incbin.py",
+    "source_embedding": "test_audit_incbin.py",
+    "source_library_loading": "test_audit_loader_calls.py",
+    "source_system_calls": "test_audit_loader_calls.py",
+}
+
+
 def test_every_rule_has_a_rejecting_fixture() -> None:
-    assert {r.name for r in RULES} == {rule for _, _, rule, _ in REJECTIONS}
+    from pathlib import Path
+
+    adversarial = Path(__file__).resolve().parent.parent / "adversarial"
+    assert {r.name for r in (*RULES, *WARNING_RULES)} == {rule for _, _, rule, _ in REJECTIONS} | set(ADVERSARIAL)
+    assert all(f'"{rule}"' in (adversarial / test).read_text() for rule, test in ADVERSARIAL.items())
     assert [name for name, _ in rules_table()][: len(RULES)] == [r.name for r in RULES]
 
 
@@ -75,10 +93,12 @@ def test_clean_host_artifact_needs_no_cuda_tools(built) -> None:
     assert audit_facts(facts, ALL_BANNED) == ()
 
 
-def test_device_rule_is_the_only_witness_of_a_stripped_cute_kernel(built_cuda) -> None:
+def test_only_device_code_witnesses_a_stripped_cute_kernel(built_cuda) -> None:
     item = built_cuda["cute_device"]
-    rules = {f.rule for f in audit_facts(collect_facts(item.artifact, item.headers), ALL_BANNED)}
-    assert rules == {"cutlass_cute_device_symbols"}
+    findings = audit_facts(collect_facts(item.artifact, item.headers), ALL_BANNED)
+    assert {f.rule for f in findings} == {"cutlass_cute_device_symbols", "banned_fingerprints"}
+    prints = [f.evidence for f in findings if f.rule == "banned_fingerprints"]
+    assert prints and all("nv_fatbin" in e or "device code" in e for e in prints)
 
 
 def test_audit_build_runs_on_a_build_result(built_cuda) -> None:
@@ -88,15 +108,18 @@ def test_audit_build_runs_on_a_build_result(built_cuda) -> None:
     assert {"cutlass_cute_headers", "cutlass_cute_host_symbols", "cutlass_cute_device_symbols"} <= {
         f.rule for f in audit_build(build, ALL_BANNED)
     }
-    # Banning only the cuBLAS family leaves a CUTLASS kernel alone: rules apply to the task's list.
-    assert audit_build(build, ("cublas",)) == ()
+    # Banning only the cuBLAS family leaves a CUTLASS kernel alone (its headers in the task's folder):
+    # rules apply to the task's list.
+    from .conftest import FIXTURES
+
+    assert audit_build(build, ("cublas",), AuditContext(task_folder=FIXTURES)) == ()
 
 
 def test_failed_build_is_audited_on_its_headers_only() -> None:
     build = BuildResult(status=BuildStatus.BUILD_FAILED, command="nvcc ...", artifact="", log_tail="error",
                         included_headers=("/opt/cutlass/include/cute/tensor.hpp",), duration_s=0.1)
     report = run_audit(build, ALL_BANNED)
-    assert {f.rule for f in report.findings} == {"cutlass_cute_headers"}
+    assert {f.rule for f in report.findings} == {"cutlass_cute_headers", "includes_outside_roots"}
     assert report.notes and not report.complete
 
 
@@ -145,10 +168,14 @@ def test_unknown_family_is_refused() -> None:
 def test_missing_cuobjdump_leaves_the_audit_incomplete(built_cuda, monkeypatch) -> None:
     import quaere.evaluate.audit_facts as audit_facts_module
 
+    from .conftest import FIXTURES
+
     monkeypatch.setattr(audit_facts_module, "find_cuobjdump", lambda: None)
     item = built_cuda["cute_device"]
     build = BuildResult(status=BuildStatus.OK, command="nvcc ...", artifact=str(item.artifact),
                         log_tail="", included_headers=item.headers, duration_s=1.0)
-    report = run_audit(build, ALL_BANNED)
-    # Without cuobjdump the stripped CuTe kernel goes unseen: the report must say it is incomplete.
-    assert report.findings == () and report.missing_tools == ("cuobjdump",) and not report.complete
+    report = run_audit(build, ALL_BANNED, AuditContext(source=FIXTURES / "cute_device.cu"))
+    # Without cuobjdump only the fat binary's raw bytes show the stripped CuTe kernel (a compressed one
+    # would go unseen): the report must say it is incomplete.
+    assert {f.rule for f in report.findings} == {"banned_fingerprints"}
+    assert report.missing_tools == ("cuobjdump",) and not report.complete

@@ -104,6 +104,9 @@ def test_a_log_without_the_shim_proves_nothing(tmp_path: Path) -> None:
     log.write_text("")
     with pytest.raises(GuardNotActive):
         runtime_findings(log, tmp_path / "c.so", BANNED)
+    log.write_text("1\tloaded\tdlguard\t?\t-\n1\terror\tthe real dlsym was not found\t?\t-\n")
+    with pytest.raises(GuardNotActive, match="real dlsym"):
+        runtime_findings(log, tmp_path / "c.so", BANNED)
 
 
 def test_log_parsing_filters_by_caller_and_family(tmp_path: Path) -> None:

@@ -1,12 +1,14 @@
-"""Collect the facts the audit rules judge: one pass of binutils and cuobjdump over a built artifact.
+"""Collect the facts the audit rules judge: binutils and cuobjdump over a built artifact, a scan of all
+its bytes, the real paths of the headers its build read, and the candidate's source text.
 
-Rules stay pure functions over :class:`ArtifactFacts`; everything that runs a tool lives here. A tool
-that is missing or fails never raises: it is recorded in ``missing_tools`` / ``notes`` so the caller can
-say which evidence was not gathered.
+Rules stay pure functions over :class:`ArtifactFacts`; everything that runs a tool or reads a file lives
+here (and in ``artifact_scan.py``). A tool that is missing or fails never raises: it is recorded in
+``missing_tools`` / ``notes`` so the caller can say which evidence was not gathered.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import struct
@@ -14,12 +16,21 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from quaere.evaluate.elf_sections import NotElf, read_sections, section_strings
+from quaere.evaluate.artifact_scan import (
+    DEVICE_CODE_SECTIONS,
+    EmbeddedObject,
+    Fingerprint,
+    NeededLibrary,
+    embedded_objects,
+    extract_device_code,
+    fingerprints,
+    resolve_needed,
+)
+from quaere.evaluate.elf_sections import NotElf, Section, sections_of, section_strings
 from quaere.evaluate.families import MENTIONS_LIBRARY
+from quaere.evaluate.library_identity import dynamic_info, identify
 
 TOOL_TIMEOUT_S = 120.0
-# Sections where nvcc/the host linker put device code (executable and relocatable fat binaries).
-DEVICE_CODE_SECTIONS = frozenset({".nv_fatbin", "__nv_relfatbin", ".nvFatBinSegment"})
 # Sections whose strings are kept: literals and initialised data (a library name handed to dlopen).
 DATA_SECTIONS = (".rodata", ".data", ".data.rel.ro")
 
@@ -49,6 +60,15 @@ class ArtifactFacts:
     has_device_code: bool = False
     device_symbols: tuple[str, ...] = ()  # cuobjdump -symbols of the embedded cubins, demangled
     data_strings: tuple[str, ...] = ()  # strings of the data sections that mention a library
+    header_realpaths: tuple[str, ...] = ()  # included_headers with symlinks followed, same order
+    include_roots: tuple[str, ...] = ()  # real paths of the folders headers may come from; () = unknown
+    sections: tuple[Section, ...] = ()
+    reference_sections: frozenset[str] = frozenset()  # of the task's initial kernel, same build command
+    embedded: tuple[EmbeddedObject, ...] = ()
+    fingerprints: tuple[Fingerprint, ...] = ()  # in any section, and in the extracted device code
+    needed_libraries: tuple[NeededLibrary, ...] = ()  # NEEDED entries resolved here, by content
+    source: str = ""  # path of the candidate's source; '' when not given
+    source_text: str = ""
     missing_tools: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
 
@@ -137,33 +157,109 @@ def _demangle(tools: _Tools, names: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(d if d == n else f"{d}  [{n}]" for n, d in zip(names, demangled))
 
 
-def collect_facts(artifact: Path, included_headers: tuple[str, ...]) -> ArtifactFacts:
-    """Run nm, readelf and (for CUDA builds) cuobjdump over ``artifact``; never raises for a tool problem."""
+@dataclass(frozen=True)
+class FactInputs:
+    """What the audit knows besides the artifact: the candidate's source, where headers may come from,
+    and the sections a build of the task's own initial kernel produced with the same command."""
+
+    source: Path | None = None
+    include_roots: tuple[str, ...] = ()
+    reference: Path | None = None
+
+
+@dataclass(frozen=True)
+class _ByteFacts:
+    """What reading the artifact's own bytes showed."""
+
+    sections: tuple[Section, ...] = ()
+    data_strings: tuple[str, ...] = ()
+    embedded: tuple[EmbeddedObject, ...] = ()
+    fingerprints: tuple[Fingerprint, ...] = ()
+    runpath: tuple[str, ...] = ()
+
+    @property
+    def has_device_code(self) -> bool:
+        return any(s.name in DEVICE_CODE_SECTIONS for s in self.sections)
+
+
+def _bytes_facts(artifact: Path, tools: _Tools) -> _ByteFacts:
+    try:
+        data = artifact.read_bytes()
+        sections = sections_of(data)
+        runpath = dynamic_info(data, with_symbols=False).runpath
+    except (NotElf, OSError, IndexError, ValueError, struct.error) as exc:  # a truncated or odd ELF
+        tools.notes.append(f"could not read sections of {artifact}: {exc}")
+        return _ByteFacts()
+    strings = tuple(s for s in section_strings(artifact, DATA_SECTIONS) if MENTIONS_LIBRARY.search(s))
+    return _ByteFacts(sections, strings, embedded_objects(data, sections), fingerprints(data, sections), runpath)
+
+
+def _needed_libraries(needed: tuple[str, ...], runpath: tuple[str, ...], artifact: Path) -> tuple[NeededLibrary, ...]:
+    return tuple(
+        NeededLibrary(name, path, identify(path))
+        for name in needed
+        for path in resolve_needed(name, runpath, artifact.resolve().parent)
+    )
+
+
+def _device_facts(artifact: Path, tools: _Tools) -> tuple[tuple[str, ...], tuple[Fingerprint, ...]]:
+    cuobjdump = find_cuobjdump()
+    raw = tools.run("cuobjdump", cuobjdump, ["-symbols", str(artifact)])
+    symbols = _demangle(tools, parse_cuobjdump_symbols(raw or ""))
+    if cuobjdump is None:
+        return symbols, ()
+    cubins, note = extract_device_code(cuobjdump, artifact)
+    tools.notes += [note] if note else []
+    return symbols, tuple(f for name, data in cubins for f in fingerprints(data, (), place=f"device code {name}"))
+
+
+def _reference_sections(reference: Path | None, tools: _Tools) -> frozenset[str]:
+    if reference is None:
+        return frozenset()
+    try:
+        return frozenset(s.name for s in sections_of(reference.read_bytes()))
+    except (NotElf, OSError, IndexError, ValueError, struct.error) as exc:
+        tools.notes.append(f"could not read the sections of the reference build {reference}: {exc}")
+        return frozenset()
+
+
+def collect_facts(
+    artifact: Path, included_headers: tuple[str, ...], inputs: FactInputs = FactInputs()
+) -> ArtifactFacts:
+    """Run nm, readelf and (for CUDA builds) cuobjdump over ``artifact``, scan its bytes, resolve its
+    NEEDED entries and headers and read the source; never raises for a tool or file problem."""
     tools = _Tools()
     nm, readelf = shutil.which("nm"), shutil.which("readelf")
     path = str(artifact)
     dynamic = parse_nm(tools.run("nm -C -D", nm, ["-C", "-D", path]) or "")
     symtab = parse_nm(tools.run("nm -C", nm, ["-C", path]) or "")
     needed = parse_needed(tools.run("readelf -d", readelf, ["-d", "-W", path]) or "")
-    has_device_code, strings = False, ()
-    try:
-        has_device_code = any(s.name in DEVICE_CODE_SECTIONS for s in read_sections(artifact))
-        strings = tuple(s for s in section_strings(artifact, DATA_SECTIONS) if MENTIONS_LIBRARY.search(s))
-    except (NotElf, OSError, IndexError, ValueError, struct.error) as exc:  # a truncated or odd ELF
-        tools.notes.append(f"could not read sections of {artifact}: {exc}")
-    device: tuple[str, ...] = ()
-    if has_device_code:
-        raw = tools.run("cuobjdump", find_cuobjdump(), ["-symbols", path])
-        device = _demangle(tools, parse_cuobjdump_symbols(raw or ""))
+    scanned = _bytes_facts(artifact, tools)
+    device, device_prints = _device_facts(artifact, tools) if scanned.has_device_code else ((), ())
+    source_text = ""
+    if inputs.source is not None:
+        try:
+            source_text = inputs.source.read_text(errors="replace")
+        except OSError as exc:
+            tools.notes.append(f"could not read the source {inputs.source}: {exc}")
     return ArtifactFacts(
         artifact=path,
         included_headers=tuple(included_headers),
         dynamic_symbols=dynamic,
         symtab_symbols=symtab,
         needed=needed,
-        has_device_code=has_device_code,
+        has_device_code=scanned.has_device_code,
         device_symbols=device,
-        data_strings=strings,
+        data_strings=scanned.data_strings,
+        sections=scanned.sections,
+        embedded=scanned.embedded,
+        fingerprints=scanned.fingerprints + device_prints,
+        header_realpaths=tuple(os.path.realpath(h) for h in included_headers),
+        include_roots=inputs.include_roots,
+        reference_sections=_reference_sections(inputs.reference, tools),
+        needed_libraries=_needed_libraries(needed, scanned.runpath, artifact),
+        source=str(inputs.source or ""),
+        source_text=source_text,
         missing_tools=tuple(dict.fromkeys(tools.missing)),
         notes=tuple(tools.notes),
     )

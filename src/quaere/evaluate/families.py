@@ -31,6 +31,9 @@ class Family:
     """Matches the file name (basename) of the library's shared or static object."""
     markers: tuple[str, ...] = ()
     """Strings only the library's own binary is expected to carry (status names, its env variables)."""
+    fingerprint: re.Pattern[bytes] | None = None
+    """Matches the library's names in raw bytes (any section, inside device code, inside an embedded
+    blob): an API symbol, a SONAME or a mangled namespace, whatever the file or symbol table says."""
 
     def names_library(self, path: str) -> bool:
         return self.library is not None and bool(self.library.search(PurePosixPath(path).name))
@@ -48,34 +51,44 @@ def _namespace(word: str) -> re.Pattern[str]:
     return re.compile(rf"(?<![A-Za-z0-9_]){word}::|(?<![0-9]){len(word)}{word}(?![a-z])")
 
 
+def _namespace_bytes(word: str) -> re.Pattern[bytes]:
+    # The same two spellings in raw bytes: a demangled name in a string table, or a mangled one.
+    return re.compile(_namespace(word).pattern.encode())
+
+
 FAMILIES: tuple[Family, ...] = (
     Family(
         name="cutlass",
         header=re.compile(r"(^|/)cutlass/", re.IGNORECASE),
         namespace=_namespace("cutlass"),
+        fingerprint=_namespace_bytes("cutlass"),
     ),
     Family(
         name="cute",
         header=re.compile(r"(^|/)cute/", re.IGNORECASE),
         namespace=_namespace("cute"),
+        fingerprint=_namespace_bytes("cute"),
     ),
     Family(
         name="cublas",
         symbol=re.compile(r"cublas(?!Lt)[A-Z]"),
         library=re.compile(r"^libcublas(?!lt)", re.IGNORECASE),
         markers=("CUBLAS_STATUS_", "CUBLAS_WORKSPACE_CONFIG"),
+        fingerprint=re.compile(rb"cublas(?:Create_v2|Destroy_v2|SetStream_v2|GemmEx)\b|libcublas\.so|CUBLAS_STATUS_"),
     ),
     Family(
         name="cublaslt",
         symbol=re.compile(r"cublasLt[A-Z]"),
         library=re.compile(r"^libcublaslt", re.IGNORECASE),
         markers=("CUBLASLT_LOG_LEVEL", "CUBLASLT_LOG_MASK"),
+        fingerprint=re.compile(rb"cublasLt(?:Create|Destroy|Matmul)\b|libcublasLt\.so|CUBLASLT_LOG_"),
     ),
     Family(
         name="cudnn",
         symbol=re.compile(r"cudnn(?:[A-Z]|_frontend::)"),
         library=re.compile(r"^libcudnn", re.IGNORECASE),
         markers=("CUDNN_STATUS_", "CUDNN_LOGLEVEL_DBG", "CUDNN_LOGDEST_DBG"),
+        fingerprint=re.compile(rb"cudnn(?:Create|Destroy|SetStream|GetVersion)\b|libcudnn(?:_\w+)?\.so|CUDNN_STATUS_"),
     ),
 )
 

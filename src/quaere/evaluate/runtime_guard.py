@@ -2,13 +2,16 @@
 
 Two independent witnesses, because each misses what the other sees:
 
-* ``dlguard.c``, an ``LD_PRELOAD`` shim, logs every ``dlopen``/``dlmopen``/``dlsym`` with the object that
-  made the call. Only calls made *by the candidate* count: PyTorch itself preloads cuBLAS and lazily
-  dlopens cuDNN. It catches a candidate looking up cuBLAS symbols that PyTorch had already mapped.
-* ``/proc/<pid>/maps`` read before and after the candidate's first call: a banned library that appears
-  in between was loaded by that call, however it was loaded (a helper library, a raw ``dlvsym``...).
+* ``dlguard.c``, an ``LD_PRELOAD`` shim, logs every ``dlopen``/``dlmopen``/``dlsym``/``dlvsym`` with the
+  object that made the call and, for lookups, the object the handle names. Only calls made by the
+  candidate count (PyTorch itself preloads cuBLAS and lazily dlopens cuDNN): by the candidate's own
+  object, by an object the candidate opened by path, and, where the judge passes the objects mapped
+  before the candidate was loaded (``trusted_objects``), by any object that was not among them. What was
+  asked for is judged by content where a file is named (:func:`identify_banned`), else by name.
+* The maps diff (``maps.py``): a banned library that appears in the process's maps after the candidate
+  began loading, identified by its SONAME and exports, however it was loaded.
 
-Neither is a sandbox: code running in the worker can undo both. They catch a candidate that uses a
+Neither is a sandbox: code running in the process can undo both. They catch a candidate that uses a
 banned library, not one engineered to hide from the evaluator (the static rules make that harder).
 """
 
@@ -24,7 +27,22 @@ from importlib import resources
 from pathlib import Path
 
 from quaere.evaluate.families import Family, families
+from quaere.evaluate.library_identity import identify
+from quaere.evaluate.maps import (
+    RUNTIME_MAPPING_NAME,
+    RUNTIME_MAPPING_RATIONALE,
+    banned_objects,
+    new_banned_mappings,
+    parse_maps,
+    read_maps,
+)
 from quaere.records import AuditFinding
+
+__all__ = [
+    "RUNTIME_RULES", "GuardCall", "GuardNotActive", "GuardUnavailable", "banned_mappings", "build_shim",
+    "guard_environment", "mapping_findings", "new_banned_mappings", "parse_log", "parse_maps", "read_maps",
+    "runtime_findings",
+]
 
 SHIM_SOURCE = "dlguard.c"
 LOG_ENV = "QUAERE_DLGUARD_LOG"
@@ -42,14 +60,15 @@ class RuntimeRule:
 
 
 RUNTIME_DLOPEN = RuntimeRule(
-    "runtime_dlopen", "The candidate called dlopen/dlmopen on a banned library while it ran."
+    "runtime_dlopen",
+    "The candidate (or an object it loaded) called dlopen/dlmopen on a banned library, by name or content.",
 )
 RUNTIME_DLSYM = RuntimeRule(
-    "runtime_dlsym", "The candidate looked up a banned library's symbol with dlsym while it ran."
+    "runtime_dlsym",
+    "The candidate (or an object it loaded) looked up a banned symbol, or any symbol of a banned library, "
+    "with dlsym/dlvsym.",
 )
-RUNTIME_MAPPING = RuntimeRule(
-    "runtime_mapping", "A banned library was mapped into the worker during the candidate's first call."
-)
+RUNTIME_MAPPING = RuntimeRule(RUNTIME_MAPPING_NAME, RUNTIME_MAPPING_RATIONALE)
 RUNTIME_RULES: tuple[RuntimeRule, ...] = (RUNTIME_DLOPEN, RUNTIME_DLSYM, RUNTIME_MAPPING)
 
 
@@ -66,9 +85,10 @@ class GuardCall:
     """One line of the shim's log."""
 
     pid: int
-    kind: str  # 'loaded', 'dlopen', 'dlmopen' or 'dlsym'
-    name: str  # the library or symbol requested
-    caller: str  # path of the object that made the call
+    kind: str  # 'loaded', 'dlopen', 'dlmopen', 'dlsym' or 'dlvsym'
+    name: str  # the library or symbol requested ('symbol@version' for dlvsym)
+    caller: str  # path of the object that made the call; '?' when the address lies in no object
+    target: str = "-"  # for lookups: the object the handle names, 'RTLD_DEFAULT' or 'RTLD_NEXT'
 
 
 def _shim_source() -> bytes:
@@ -122,12 +142,12 @@ def guard_environment(
 
 
 def parse_log(text: str) -> tuple[GuardCall, ...]:
-    """The calls in the shim's log; lines that are not four tab-separated fields are skipped."""
+    """The calls in the shim's log; lines that are not four or five tab-separated fields are skipped."""
     calls = []
     for line in text.splitlines():
         fields = line.split("\t")
-        if len(fields) == 4 and fields[0].isdigit():
-            calls.append(GuardCall(int(fields[0]), fields[1], fields[2], fields[3]))
+        if len(fields) in (4, 5) and fields[0].isdigit():
+            calls.append(GuardCall(int(fields[0]), *fields[1:]))
     return tuple(calls)
 
 
@@ -146,10 +166,65 @@ def _library_families(banned: tuple[str, ...]) -> tuple[Family, ...]:
     return tuple(f for f in families(banned) if f.library is not None)
 
 
-def runtime_findings(log_path: Path, candidate_artifact: Path, banned: tuple[str, ...]) -> tuple[AuditFinding, ...]:
-    """Banned ``dlopen``/``dlmopen``/``dlsym`` calls made by the candidate object, from the shim's log.
+class _Attribution:
+    """Which callers in a log act for the candidate: its object, objects it opened by path (their
+    constructors run inside its dlopen), and with ``trusted`` every object not mapped before it."""
 
-    Raises :class:`GuardNotActive` when the log is missing or shows the shim never loaded.
+    def __init__(self, candidate: Path, trusted: frozenset[str] | None) -> None:
+        self.candidate, self.trusted = candidate, trusted
+        self.opened: set[str] = set()
+        self.known: dict[str, bool] = {}  # a worker's log repeats a few callers thousands of times
+
+    def is_candidate(self, caller: str) -> bool:
+        if caller not in self.known:
+            self.known[caller] = (
+                _same_object(caller, self.candidate) or os.path.realpath(caller) in self.opened
+                or (self.trusted is not None and (caller == "?" or os.path.realpath(caller) not in self.trusted))
+            )
+        return self.known[caller]
+
+    def opens(self, path: str) -> None:
+        if "/" in path:
+            self.opened.add(os.path.realpath(path))
+            self.known = {k: v for k, v in self.known.items() if v}
+
+
+def _library_family(name: str, fams: tuple[Family, ...]) -> str | None:
+    by_name = next((f.name for f in fams if f.names_library(name)), None)
+    if by_name or "/" not in name:
+        return by_name
+    return identify(name).banned(tuple(f.name for f in fams))
+
+
+def _judge(call: GuardCall, fams: tuple[Family, ...]) -> AuditFinding | None:
+    if call.kind in ("dlopen", "dlmopen"):
+        family = _library_family(call.name, fams)
+        rule = RUNTIME_DLOPEN
+        evidence = f"{call.kind}({call.name!r}) from {call.caller}"
+    elif call.kind in ("dlsym", "dlvsym"):
+        family = next((f.name for f in fams if f.names_symbol(call.name)), None)
+        if family is None and call.target.startswith("/"):
+            family = _library_family(call.target, fams)
+        rule = RUNTIME_DLSYM
+        evidence = f"{call.kind}({call.target}, {call.name!r}) from {call.caller}"
+    else:
+        return None
+    return _finding(rule, f"{evidence} ({family})") if family else None
+
+
+def runtime_findings(
+    log_path: Path, candidate_artifact: Path, banned: tuple[str, ...], *,
+    trusted_objects: frozenset[str] | None = None,
+) -> tuple[AuditFinding, ...]:
+    """Banned ``dlopen``/``dlmopen``/``dlsym``/``dlvsym`` calls made for the candidate, from the shim's log.
+
+    A call counts when its caller is the candidate's object, an object the candidate (transitively)
+    opened by path, or, when ``trusted_objects`` is given (the real paths of every object mapped before
+    the candidate was loaded, e.g. ``{os.path.realpath(m.path) for m in before if m.is_file}``), any
+    caller outside that set, an address in no object ('?') included. A library is judged by its name
+    and, where the call names a file, by that file's content; a lookup by the symbol's name or by the
+    content of the object its handle names. Raises :class:`GuardNotActive` when the log is missing,
+    shows the shim never loaded, or shows it could not find the real ``dlsym``.
     """
     try:
         calls = parse_log(log_path.read_text(errors="replace"))
@@ -157,38 +232,32 @@ def runtime_findings(log_path: Path, candidate_artifact: Path, banned: tuple[str
         raise GuardNotActive(f"{log_path}: no guard log; was the worker started with guard_environment()?") from exc
     if not any(c.kind == "loaded" for c in calls):
         raise GuardNotActive(f"{log_path}: the dlopen guard never loaded in the worker")
+    if any(c.kind == "error" for c in calls):
+        raise GuardNotActive(f"{log_path}: the dlopen guard loaded but could not find the real dlsym")
     fams = _library_families(banned)
+    who = _Attribution(candidate_artifact, trusted_objects)
     findings: list[AuditFinding] = []
-    is_candidate: dict[str, bool] = {}  # a worker's log repeats a few callers thousands of times
     for call in calls:
-        if call.caller not in is_candidate:
-            is_candidate[call.caller] = _same_object(call.caller, candidate_artifact)
-        if call.kind == "loaded" or not is_candidate[call.caller]:
+        if call.kind == "loaded" or not who.is_candidate(call.caller):
             continue
-        for fam in fams:
-            if call.kind in ("dlopen", "dlmopen") and fam.names_library(call.name):
-                findings.append(_finding(RUNTIME_DLOPEN, f"{call.kind}({call.name!r}) from {call.caller} ({fam.name})"))
-            elif call.kind == "dlsym" and fam.names_symbol(call.name):
-                findings.append(_finding(RUNTIME_DLSYM, f"dlsym({call.name!r}) from {call.caller} ({fam.name})"))
+        if call.kind in ("dlopen", "dlmopen"):
+            who.opens(call.name)
+        finding = _judge(call, fams)
+        if finding is not None:
+            findings.append(finding)
     return tuple(dict.fromkeys(findings))
 
 
-def banned_mappings(banned: tuple[str, ...], maps_text: str) -> frozenset[str]:
-    """Paths of banned libraries mapped in a process, from the text of ``/proc/<pid>/maps``."""
-    fams = _library_families(banned)
-    paths = set()
-    for line in maps_text.splitlines():
-        fields = line.split(maxsplit=5)
-        if len(fields) == 6 and fields[5].startswith("/"):
-            path = fields[5].removesuffix(" (deleted)")
-            if any(f.names_library(path) for f in fams):
-                paths.add(path)
-    return frozenset(paths)
+def banned_mappings(banned: tuple[str, ...], maps_text: str, pid: int | str = "self") -> frozenset[str]:
+    """Paths of banned libraries mapped in a process (by content or name), from the text of its maps.
 
-
-def read_maps(pid: int | str = "self") -> str:
-    """The text of ``/proc/<pid>/maps`` (Linux)."""
-    return Path(f"/proc/{pid}/maps").read_text()
+    ``pid`` is the process the text came from (deleted files are read through its ``map_files``).
+    Kept for the in-process worker; the judge's runner uses :func:`new_banned_mappings`.
+    """
+    fams = tuple(f.name for f in _library_families(banned))
+    if not fams:
+        return frozenset()
+    return frozenset(o.mapping.path for o in banned_objects(parse_maps(maps_text), fams, pid=pid))
 
 
 def mapping_findings(before: frozenset[str], after: frozenset[str]) -> tuple[AuditFinding, ...]:

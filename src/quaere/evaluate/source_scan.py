@@ -1,0 +1,66 @@
+"""What a candidate's source text says it does: embed files, place bytes in sections, load libraries.
+
+Pure functions over the text. Comments are blanked first (an honest comment may say "no dlopen here");
+string literals are kept where directives are searched, because ``asm(".incbin \\"lib.so\\"")`` lives in
+one, and blanked where identifiers are searched. Blanking keeps every offset, so hits carry line numbers.
+
+The text is a witness of intent, not of effect: token pasting (``dl ## open``) or a macro from a header
+hides a name from it. The binary scans and the run-time guard judge the effect.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_COMMENT_OR_LITERAL = re.compile(
+    r"//[^\n]*|/\*.*?\*/|\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'", re.DOTALL
+)
+
+# Put a file's bytes, or bytes in a section of the candidate's choosing, into the artifact.
+EMBEDDING = re.compile(
+    r"\.incbin\b|\bincbin\b|^\s*#\s*embed\b|__has_embed\b|\.(?:push)?section\b|\.symver\b", re.MULTILINE
+)
+# Load a library or look a symbol up at run time, through the loader's public or private entry points.
+LIBRARY_LOADING = re.compile(
+    r"\b(?:dlopen|dlmopen|dlsym|dlvsym|dlinfo|__libc_dlopen_mode|__libc_dlsym|_dl_open)\b|<\s*dlfcn\.h\s*>"
+)
+# Talk to the kernel directly: no library is involved, but it is how one would map a file unseen by the guard.
+RAW_SYSTEM_CALLS = re.compile(r"\bsyscall\s*\(|\b__NR_\w+|\bSYS_\w+|\bmemfd_create\b|\bmmap(?:64)?\s*\(")
+
+
+@dataclass(frozen=True)
+class SourceHit:
+    line: int
+    text: str
+
+
+def _blank(match: re.Match[str], keep_literals: bool) -> str:
+    token = match.group()
+    if keep_literals and token[0] in "\"'":
+        return token
+    return re.sub(r"[^\n]", " ", token)
+
+
+def without_comments(text: str, keep_literals: bool = True) -> str:
+    """``text`` with comments (and, unless ``keep_literals``, string and character literals) blanked."""
+    return _COMMENT_OR_LITERAL.sub(lambda m: _blank(m, keep_literals), text)
+
+
+def _hits(pattern: re.Pattern[str], text: str) -> tuple[SourceHit, ...]:
+    return tuple(SourceHit(text.count("\n", 0, m.start()) + 1, m.group().strip()) for m in pattern.finditer(text))
+
+
+def embedding_directives(text: str) -> tuple[SourceHit, ...]:
+    """``.incbin``, ``#embed``, ``.section``/``.pushsection`` and ``.symver`` outside comments."""
+    return _hits(EMBEDDING, without_comments(text, keep_literals=True))
+
+
+def library_loading(text: str) -> tuple[SourceHit, ...]:
+    """Calls of (or references to) the dynamic loader's lookup functions, and ``<dlfcn.h>``."""
+    return _hits(LIBRARY_LOADING, without_comments(text, keep_literals=False))
+
+
+def raw_system_calls(text: str) -> tuple[SourceHit, ...]:
+    """``syscall(``, ``SYS_*``/``__NR_*`` numbers, ``memfd_create`` and ``mmap(``, outside comments and literals."""
+    return _hits(RAW_SYSTEM_CALLS, without_comments(text, keep_literals=False))

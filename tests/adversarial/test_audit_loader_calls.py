@@ -1,0 +1,53 @@
+"""Attack: reach a library through the loader's other doors (dlmopen, dlvsym, RTLD_NEXT/RTLD_DEFAULT),
+or through raw system calls.
+
+Defences: ``source_library_loading`` (the loader's entry points named in the source fail the audit),
+``source_system_calls`` (a warning: syscalls load no library; the maps diff judges what gets mapped),
+and the shim interposing every lookup door while keeping the caller's own loader semantics.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from quaere.evaluate.source_scan import embedding_directives, library_loading, raw_system_calls, without_comments
+
+from .audit_support import ATTACKS, audit, build_candidate, evidence, rules_of
+
+
+def test_loader_calls_in_the_source_fail_the_audit(tmp_path: Path) -> None:
+    source = ATTACKS / "loads_by_path.c"
+    report = audit(build_candidate(source, tmp_path, "-ldl", tool="cc"), source, tmp_path)
+    assert evidence(report, "source_library_loading")[:4] == [
+        "loads_by_path.c:5: <dlfcn.h>", "loads_by_path.c:9: dlopen", "loads_by_path.c:11: dlvsym",
+        "loads_by_path.c:12: dlsym",
+    ]
+
+
+def test_syscalls_are_a_warning_not_a_failure(tmp_path: Path) -> None:
+    source = ATTACKS / "syscalls.cpp"
+    report = audit(build_candidate(source, tmp_path), source, tmp_path)
+    assert report.findings == ()
+    assert [w.evidence for w in report.warnings] == ["syscalls.cpp:6: syscall(", "syscalls.cpp:6: SYS_gettid"]
+    assert {w.rule for w in report.warnings} == {"source_system_calls"}
+
+
+def test_comments_and_strings_do_not_count_but_asm_strings_do() -> None:
+    text = (
+        '// we never call dlopen here\n'
+        '/* nor .incbin\n   nor syscall( */\n'
+        'const char* s = "dlsym is a word";\n'
+        'asm(".incbin \\"x\\"");\n'
+        'void* p = dlopen(0, 0);\n'
+    )
+    assert len(without_comments(text)) == len(text)
+    assert [(h.line, h.text) for h in embedding_directives(text)] == [(5, ".incbin")]
+    assert [(h.line, h.text) for h in library_loading(text)] == [(6, "dlopen")]
+    assert raw_system_calls(text) == ()
+
+
+def test_an_honest_candidate_mentioning_loaders_in_comments_passes(tmp_path: Path) -> None:
+    source = ATTACKS / "clean_rich.cpp"
+    report = audit(build_candidate(source, tmp_path), source, tmp_path)
+    assert report.findings == () and report.warnings == ()
+    assert "source_library_loading" not in rules_of(report)
