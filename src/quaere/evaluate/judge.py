@@ -68,7 +68,8 @@ def _handle(state: JudgeState | None, request: dict) -> tuple[JudgeState | None,
     if op == "check":
         verdict = check_scenario(state, scenario, seed, _rule(request), timeout_s)
         return state, {"ok": True, "verdict": verdict.model_dump(mode="json"),
-                       "isolation": state.runners.isolation.model_dump(mode="json")}
+                       "isolation": state.runners.isolation.model_dump(mode="json"),
+                       "trusted_objects": list(state.runners.trusted_objects)}
     if op == "time":
         timing = TimingRule.model_validate(request["timing"])
         call_log = Path(request["call_log"]) if request.get("call_log") else None

@@ -60,11 +60,10 @@ def check_scenario(state: JudgeState, scenario: Scenario, seed: int, rule: Rule,
         buffers.refill_workspace()
         args = buffers.arguments(module.arguments(scenario))
         ops.synchronize()
-        banned_before = state.banned_in(runner.maps_before)
         try:
             state.share(runner, buffers.shared(), timeout_s)
             reply = runner.call(args, timed=False, timeout_s=timeout_s).reply
-            banned = tuple(sorted(state.banned_in(runner.read_maps()) - banned_before))
+            banned = state.new_banned(runner)
         except RunnerLost as exc:
             return lost(exc)
         modified = tuple(name for name, array in inputs.items() if ops.checksum(array) != before[name])

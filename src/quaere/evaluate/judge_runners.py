@@ -14,7 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from quaere.evaluate import isolation
+from quaere.evaluate.maps import parse_maps
 from quaere.evaluate.runner_client import RunnerConfig, RunnerLost, RunnerProcess
+from quaere.evaluate.runtime_guard import LOG_ENV
 from quaere.records import Isolation, Verdict
 
 
@@ -39,6 +41,8 @@ class Runners:
     failures: dict[str, RunnerLost] = field(default_factory=dict)
     started: int = 0
     isolation: Isolation = field(default_factory=lambda: Isolation(separate_process=True))
+    trusted_objects: tuple[str, ...] = ()
+    """Real paths of the files mapped in the candidate's runner before its library was loaded."""
 
     def get(self, impl: str) -> RunnerProcess:
         """The live runner of ``impl``, started (and its library loaded) if needed; raises RunnerLost."""
@@ -61,6 +65,8 @@ class Runners:
             raise self.failures[impl] from None
         if impl == "candidate":
             self.isolation = runner.isolation
+            before = parse_maps(runner.maps_before)
+            self.trusted_objects = tuple(sorted({os.path.realpath(m.path) for m in before if m.is_file}))
         self.live[impl] = runner
         return runner
 
@@ -79,11 +85,16 @@ class Runners:
         scratch = self.settings.log_dir / f"runner-{impl}-{self.started}"
         scratch.mkdir(parents=True, exist_ok=True)
         reads = isolation.read_roots([library], self.settings.base_env, os.getcwd())
-        writes = (str(scratch), str(self.settings.log_dir), "/dev")
+        # The dlopen guard opens its log before the sandbox is applied: the runner keeps that descriptor and
+        # needs no write access to the log's folder. Only the candidate's runner logs where the parent reads.
+        writes = (str(scratch), "/dev")
+        guard_env = dict(self.settings.guard_env)
+        if impl != "candidate" and LOG_ENV in guard_env:
+            guard_env[LOG_ENV] = str(scratch / "runtime-guard.log")
         config = RunnerConfig(
             device=self.settings.device, library=library, entry=self.settings.entry,
             policy=isolation.policy(self.settings.sandbox, self.settings.threads, reads, writes),
-            env=isolation.runner_env(self.settings.base_env, scratch, self.settings.guard_env),
+            env=isolation.runner_env(self.settings.base_env, scratch, guard_env),
             stderr_path=self.settings.log_dir / f"runner-{impl}-{self.started}.stderr",
             start_timeout_s=self.settings.start_timeout_s,
         )

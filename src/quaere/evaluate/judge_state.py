@@ -22,13 +22,16 @@ class JudgeState:
     banned: tuple[str, ...] = ()
     clocks: dict[bool, Clock] = field(default_factory=dict)
 
-    def banned_in(self, maps_text: str) -> frozenset[str]:
-        """Banned libraries mapped in a process, from the text of its ``/proc/<pid>/maps``."""
+    def new_banned(self, runner: RunnerProcess) -> tuple[str, ...]:
+        """Evidence of every banned library (by content: SONAME, exports; or by name) mapped in ``runner``
+        now and not before its library was loaded, read by the judge from ``/proc``."""
         if not self.banned:
-            return frozenset()
-        from quaere.evaluate.runtime_guard import banned_mappings
+            return ()
+        from quaere.evaluate.maps import new_banned_mappings, parse_maps
 
-        return banned_mappings(self.banned, maps_text)
+        found = new_banned_mappings(parse_maps(runner.maps_before), parse_maps(runner.read_maps()), self.banned,
+                                    pid=runner.pid)
+        return tuple(f.evidence for f in found)
 
     def share(self, runner: RunnerProcess, buffers: list[SharedBuffer], timeout_s: float) -> None:
         """Make ``runner`` map every buffer of ``buffers`` it lacks; before that, unmap the buffers the pool

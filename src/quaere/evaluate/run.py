@@ -7,6 +7,7 @@ to run, so a fast but wrong kernel never gets a speed figure.
 
 from __future__ import annotations
 
+import hashlib
 import secrets
 import shutil
 import tempfile
@@ -55,14 +56,26 @@ class _Silent:
         pass
 
 
-def _static_audit(build: BuildResult, banned: tuple[str, ...]) -> tuple[tuple[AuditFinding, ...], str]:
+def _static_audit(build: BuildResult, banned: tuple[str, ...], source: Path, task_folder: Path,
+                  reference: BuildResult | None) -> tuple[tuple[AuditFinding, ...], str]:
     """Findings, and a note when some evidence could not be gathered (a missing tool such as cuobjdump):
-    an empty audit is then an absence of evidence, and the record must say so."""
-    from quaere.evaluate.audit import run_audit
+    an empty audit is then an absence of evidence, and the record must say so. ``source`` is the
+    evaluator's own copy of the bytes that were built; ``reference`` the initial kernel's build."""
+    from quaere.evaluate.audit import AuditContext, run_audit
 
-    report = run_audit(build, banned)
+    report = run_audit(build, banned, AuditContext(source=source, task_folder=task_folder, reference=reference))
     gaps = [f"missing tool: {tool}" for tool in report.missing_tools] + list(report.notes)
-    return tuple(report.findings), ("audit incomplete: " + "; ".join(gaps)) if gaps else ""
+    notes = ["audit incomplete: " + "; ".join(gaps)] if gaps else []
+    notes += [f"audit warning: {w.rule}: {w.evidence}" for w in getattr(report, "warnings", ())]
+    return tuple(report.findings), "; ".join(notes)
+
+
+def _snapshot(source_bytes: bytes, digest: str, suffix: str, cache: Path) -> Path:
+    """The evaluator's copy of the candidate's bytes (the audit reads this, never the workspace file)."""
+    path = _mkdir(cache / "sources") / f"{digest}{suffix}"
+    if not path.exists():
+        path.write_bytes(source_bytes)
+    return path
 
 
 class _RuntimeGuard:
@@ -76,6 +89,8 @@ class _RuntimeGuard:
         self.note = ""
         self.inactive = ""
         """Why the log showed no guard at the last look ('' once it did); reported if it stays so."""
+        self.mapped: list[AuditFinding] = []
+        """Banned libraries the judge saw mapped in the candidate's runner (from /proc, by content)."""
         self.active = False
         if not banned:
             return
@@ -87,6 +102,9 @@ class _RuntimeGuard:
         except GuardUnavailable as exc:
             self.note = f"dlopen guard unavailable ({exc}); only the maps diff watched run-time loads"
 
+    trusted: frozenset[str] | None = None
+    """Files mapped in the candidate's runner before it loaded the candidate (from the judge)."""
+
     def findings(self) -> tuple[AuditFinding, ...]:
         """Banned calls the candidate made so far; () before any worker started or without the guard."""
         if not self.active:
@@ -94,7 +112,7 @@ class _RuntimeGuard:
         from quaere.evaluate.runtime_guard import GuardNotActive, runtime_findings
 
         try:
-            found = tuple(runtime_findings(self.log_path, self.artifact, self.banned))
+            found = tuple(runtime_findings(self.log_path, self.artifact, self.banned, trusted_objects=self.trusted))
         except GuardNotActive as exc:  # before the first worker started, or the shim did not load
             self.inactive = f"dlopen guard: {exc}"
             return ()
@@ -117,9 +135,21 @@ class _RuntimeGuard:
         segment = self.log_path.with_suffix(".segment")
         segment.write_bytes(announce + text[mark:])  # the shim's announcement, then this scenario's calls
         try:
-            return tuple(runtime_findings(segment, self.artifact, self.banned))
+            return tuple(runtime_findings(segment, self.artifact, self.banned, trusted_objects=self.trusted))
         except GuardNotActive:
             return ()
+
+
+LOADED_PREFIX = "loaded while the candidate ran: "
+
+
+def _mapping_findings(detail: str) -> list[AuditFinding]:
+    """The judge's maps evidence in a ``banned_at_runtime`` verdict, as audit findings (else none)."""
+    from quaere.evaluate.maps import RUNTIME_MAPPING_NAME, RUNTIME_MAPPING_RATIONALE
+
+    if not detail.startswith(LOADED_PREFIX):
+        return []
+    return [AuditFinding(rule=RUNTIME_MAPPING_NAME, rationale=RUNTIME_MAPPING_RATIONALE, evidence=detail[len(LOADED_PREFIX):])]
 
 
 def _not_run(scenarios: list[Scenario], seed: int, why: str) -> tuple[ScenarioVerdict, ...]:
@@ -156,10 +186,13 @@ def _correctness(
             continue
         mark = guard.mark()
         verdict = sup.check(scenario, seed, rule.factor, rule.floor, timeout_s)
+        guard.trusted = sup.trusted_objects
         found = guard.findings_since(mark)
         if found and verdict.verdict.passed:
             evidence = "; ".join(f.evidence for f in found)
             verdict = verdict.model_copy(update={"verdict": Verdict.BANNED_AT_RUNTIME, "detail": evidence})
+        if verdict.verdict is Verdict.BANNED_AT_RUNTIME:
+            guard.mapped.extend(_mapping_findings(verdict.detail))
         verdicts.append(verdict)
         progress.advance(f"{scenario.id}: {verdict.verdict.value}")
     return tuple(verdicts)
@@ -205,14 +238,19 @@ def run_evaluation(task: Task, candidate: Path, options: EvalOptions, progress: 
     seed = options.seed if options.seed is not None else secrets.randbelow(2**31)
     scenarios = (load_scenarios_file(options.scenarios_file) if options.scenarios_file
                  else list(task.module.correctness_scenarios()))
-    candidate_hash = content_hash(candidate)  # build_source refuses a file that changes under it
+    source_bytes = candidate.read_bytes()
+    candidate_hash = hashlib.sha256(source_bytes).hexdigest()  # build_source refuses a file that changes under it
     progress.begin("build", 1)
     build = build_source(task.spec, candidate, cache / "builds", task.folder, options.build_timeout_s)
     if build.status is BuildStatus.OK and content_hash(candidate) != candidate_hash:
         build = build.model_copy(update={"status": BuildStatus.BUILD_FAILED, "artifact": "",
                                          "log_tail": f"[quaere] {candidate} changed during the build; evaluate again"})
     progress.advance(f"build: {build.status.value}")
-    audit, audit_note = _static_audit(build, task.spec.banned) if build.status is BuildStatus.OK else ((), "")
+    initial = build_source(task.spec, task.initial_kernel, cache / "builds", task.folder, options.build_timeout_s)
+    reference = initial if initial.status is BuildStatus.OK else None
+    snapshot = _snapshot(source_bytes, candidate_hash, candidate.suffix, cache)
+    audit, audit_note = ((_static_audit(build, task.spec.banned, snapshot, task.folder, reference))
+                         if build.status is BuildStatus.OK else ((), ""))
     probe = probe_device(task.spec.device)
     base = {"task": task.spec.name, "candidate_path": str(candidate), "candidate_hash": candidate_hash,
             "created_at": created_at, "device": probe.info, "build": build}
@@ -231,10 +269,9 @@ def run_evaluation(task: Task, candidate: Path, options: EvalOptions, progress: 
     try:
         guard = _RuntimeGuard(task.spec.banned, cache, log_dir, build.artifact, environment)
         kernels = {"candidate": build.artifact}
-        if options.benchmark:  # built before the first worker starts, so every worker can load it
-            initial = build_source(task.spec, task.initial_kernel, cache / "builds", task.folder, options.build_timeout_s)
-            if initial.status is BuildStatus.OK:
-                kernels["initial"] = initial.artifact
+        if options.benchmark:
+            if reference is not None:
+                kernels["initial"] = reference.artifact
             else:
                 notes.append("the initial kernel failed to build: it is not timed")
         config = WorkerConfig(task_folder=task.folder, kernels=kernels, banned=task.spec.banned, env=environment,
@@ -250,7 +287,7 @@ def run_evaluation(task: Task, candidate: Path, options: EvalOptions, progress: 
                 benches, note = _benchmarks(task, seed, options, sup, progress)
                 notes.extend(n for n in (note, sup.clock_note) if n)
             isolation = sup.isolation
-        audit = audit + tuple(f for f in guard.findings() if f not in audit)
+        audit = audit + tuple(f for f in (*guard.findings(), *guard.mapped) if f not in audit)
         notes.extend(n for n in (guard.note, guard.inactive) if n)
     finally:
         shutil.rmtree(log_dir, ignore_errors=True)

@@ -162,6 +162,9 @@ class Supervisor:
         """What the judge's timer could not do (e.g. reset persisting L2 lines), '' when nothing."""
         self.isolation = Isolation(separate_process=False, notes=("no runner was started",))
         """What separated the candidate from the judge, as the judge last reported it."""
+        self.trusted_objects: frozenset[str] | None = None
+        """Files mapped in the candidate's runner before its library was loaded (the dlopen guard counts
+        calls from anything else as the candidate's)."""
 
     def __enter__(self) -> Self:
         return self
@@ -211,6 +214,8 @@ class Supervisor:
             self._worker = None
         if isinstance(reply.get("isolation"), dict):
             self.isolation = Isolation.model_validate(reply["isolation"])
+        if isinstance(reply.get("trusted_objects"), list) and reply["trusted_objects"]:
+            self.trusted_objects = frozenset(str(p) for p in reply["trusted_objects"])
         return reply
 
     def check(self, scenario: Scenario, seed: int, factor: float, floor: float, timeout_s: float) -> ScenarioVerdict:
