@@ -100,7 +100,7 @@ ATTACKS = {
     return status;
 }}
 """,
-    # Rewrites the runner's Python so that every timed call claims 70% of its device time.
+    # Rewrites the runner's Python so that every timed call claims half its device time.
     "forge_time": PYTHON_IN_RUNNER + f"""
 __attribute__((constructor)) static void forge() {{
     run_python(
@@ -108,7 +108,7 @@ __attribute__((constructor)) static void forge() {{
         "_real = s._call\\n"
         "def _call(state, request):\\n"
         "    reply = _real(state, request)\\n"
-        "    if 'device_ms' in reply: reply['device_ms'] = reply['device_ms'] * 0.7\\n"
+        "    if 'device_ms' in reply: reply['device_ms'] = reply['device_ms'] * 0.5\\n"
         "    return reply\\n"
         "s._call = _call\\n");
 }}

@@ -11,9 +11,11 @@ Raw samples are kept.
 from __future__ import annotations
 
 import ctypes
+import gc
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -41,6 +43,19 @@ class Clock(Protocol):
     def time_call(self, call: Callable[[], None]) -> float:
         """Run ``call`` once and return its duration in ms, after a device-wide synchronize."""
         ...
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """No garbage collection while repetitions run: a collection pause inside a Python wrapper's launch can
+    outlast the cover and land between the events (seen on the H200: FA3's medians 30% high in one run)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 class TimingFailure(RuntimeError):
@@ -119,8 +134,9 @@ def _cpu_flush_bytes() -> int:
 
 # About 0.2 ms at the H200's 1.98 GHz: longer than any wrapper's launch overhead seen (FA3, SDPA, ctypes).
 HOST_COVER_CYCLES = 400_000
-# A runner's call crosses a process: the request, the runner waking up, its argument list, the candidate's
-# host code. About 0.5 ms covers all of it (measured on the H200: the whole round trip is ~0.6 ms).
+# What every timed call gets (~0.5 ms): a runner's call crosses a process (the request, the runner waking
+# up, its argument list, the candidate's host code; the whole round trip is ~0.6 ms on the H200), and a
+# comparison's Python wrapper gets the same margin, so both are timed from a busy device alike.
 RUNNER_COVER_CYCLES = 1_000_000
 
 
@@ -161,7 +177,7 @@ class CudaClock:
     def time_call(self, call: Callable[[], None]) -> float:
         torch = self.torch
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        self.cover()
+        self.cover(RUNNER_COVER_CYCLES)
         start.record()
         call()
         end.record()
@@ -181,7 +197,8 @@ def _persisting_l2_reset() -> tuple[Callable[[], Any] | None, str]:
 
 def _attempt(run: Run, action: Callable[[], None]) -> None:
     try:
-        action()
+        with gc_paused():
+            action()
     except TimingFailure as exc:
         run.failure, run.status = exc.detail, exc.status
     except Exception as exc:  # noqa: BLE001 - the implementation's own error ends its timing, not the scenario's
