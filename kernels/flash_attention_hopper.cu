@@ -56,14 +56,17 @@
 #ifndef FAH_TMA_ST  // 1: the staged O leaves through TMA stores (one thread, asynchronous), D >= 128
 #define FAH_TMA_ST 1
 #endif
-#ifndef FAH_PREFETCH  // 1: the producer prefetches the next tile's Q and first K/V block into L2
-#define FAH_PREFETCH 1
+// L2 prefetch of the next tile by the producer as soon as its id is known: 0 none, 1 its Q, 2 its
+// Q and first K/V block. Measured (perf.md, stage 2): level 2 gains 3-4% at D=64, loses 1-7% at
+// D=128/256 (the prefetches queue ahead of the current tile's loads in the copy engine).
+#ifndef FAH_PREFETCH64
+#define FAH_PREFETCH64 2
 #endif
-#ifndef FAH_SPLITRED  // 1: row max and row sum over two interleaved partial chains (shorter latency)
-#define FAH_SPLITRED 1
+#ifndef FAH_PREFETCH
+#define FAH_PREFETCH 0
 #endif
-#ifndef FAH_XT  // 1: kernels with a dedicated O buffer issue the next tile's first S GEMM with the last P V
-#define FAH_XT 0
+#ifndef FAH_NBSLOT  // 1: the tile slot is handed over with named barriers, the producer as a whole warp
+#define FAH_NBSLOT 0
 #endif
 #ifndef FAH_OV  // 1: where no shared memory is left for a dedicated O buffer, stage O in the V ring
 #define FAH_OV 1
@@ -308,23 +311,10 @@ __device__ __forceinline__ bool softmax_tile(float* s, float& m0, float& m1, flo
     }
   }
   float mx0 = s[0], mx1 = s[2];
-  if (FAH_SPLITRED) {  // two chains per row (even and odd columns), joined at the end
-    float mx0b = s[1], mx1b = s[3];
 #pragma unroll
-    for (int i = 1; i < BN / 8; ++i) {
-      mx0 = fmaxf(mx0, s[4 * i + 0]);
-      mx0b = fmaxf(mx0b, s[4 * i + 1]);
-      mx1 = fmaxf(mx1, s[4 * i + 2]);
-      mx1b = fmaxf(mx1b, s[4 * i + 3]);
-    }
-    mx0 = fmaxf(mx0, mx0b);
-    mx1 = fmaxf(mx1, mx1b);
-  } else {
-#pragma unroll
-    for (int i = 0; i < BN / 8; ++i) {
-      mx0 = fmaxf(mx0, fmaxf(s[4 * i + 0], s[4 * i + 1]));
-      mx1 = fmaxf(mx1, fmaxf(s[4 * i + 2], s[4 * i + 3]));
-    }
+  for (int i = 0; i < BN / 8; ++i) {
+    mx0 = fmaxf(mx0, fmaxf(s[4 * i + 0], s[4 * i + 1]));
+    mx1 = fmaxf(mx1, fmaxf(s[4 * i + 2], s[4 * i + 3]));
   }
   mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffff, mx0, 1));
   mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffff, mx1, 1));
@@ -342,25 +332,16 @@ __device__ __forceinline__ bool softmax_tile(float* s, float& m0, float& m1, flo
   }
   const float ms0 = (m0 == -INFINITY) ? 0.f : m0 * sl2;
   const float ms1 = (m1 == -INFINITY) ? 0.f : m1 * sl2;
-  float sum0 = 0.f, sum1 = 0.f, sum0b = 0.f, sum1b = 0.f;
+  float sum0 = 0.f, sum1 = 0.f;
 #pragma unroll
   for (int i = 0; i < BN / 8; ++i) {
     s[4 * i + 0] = ex2(fmaf(s[4 * i + 0], sl2, -ms0));
     s[4 * i + 1] = ex2(fmaf(s[4 * i + 1], sl2, -ms0));
     s[4 * i + 2] = ex2(fmaf(s[4 * i + 2], sl2, -ms1));
     s[4 * i + 3] = ex2(fmaf(s[4 * i + 3], sl2, -ms1));
-    if (FAH_SPLITRED) {
-      sum0 += s[4 * i + 0];
-      sum0b += s[4 * i + 1];
-      sum1 += s[4 * i + 2];
-      sum1b += s[4 * i + 3];
-    } else {
-      sum0 += s[4 * i + 0] + s[4 * i + 1];
-      sum1 += s[4 * i + 2] + s[4 * i + 3];
-    }
+    sum0 += s[4 * i + 0] + s[4 * i + 1];
+    sum1 += s[4 * i + 2] + s[4 * i + 3];
   }
-  sum0 += sum0b;
-  sum1 += sum1b;
   // Per-thread partial row sums; reduced across the quad at the end.
   l0 = grow ? fmaf(l0, sc0, sum0) : l0 + sum0;
   l1 = grow ? fmaf(l1, sc1, sum1) : l1 + sum1;
@@ -475,7 +456,84 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
     // (NWG == 3: 512 threads at 128 each = 32 + 3 x 160.)
     if (D == 256 || BN > 128) asm volatile("setmaxnreg.dec.sync.aligned.u32 24;\n");
     else asm volatile("setmaxnreg.dec.sync.aligned.u32 32;\n");
-    if (tid == 0) {
+    constexpr int NBC = 32 + 128 * NWG;  // named barriers 7 (slot full) and 8 (slot empty)
+    if (FAH_NBSLOT && tid < 32) {
+      // The same schedule as below, run by the whole warp (lane 0 issues the copies and takes tile
+      // ids), so that the tile slot can be handed over with named barriers: the consumers' reads
+      // of a slot are ordered before its next write by bar.arrive/bar.sync, an order racecheck sees
+      // (it does not see the mbarrier one, docs/perf.md). Q still completes on barQ, now only for
+      // tiles with keys.
+      const bool leader = tid == 0;
+      int kv_it = 0, qk = 0, kt = 0;  // qk / kt: tiles with keys so far
+      int tile = blockIdx.x;
+      int b = 0, h = 0, m0 = 0, n_max = 0;
+      if (tile < num_tiles) tile_info(tile, b, h, m0, n_max);
+      for (bool first = true;; first = false) {
+        if (!first) named_sync(8, NBC);  // every consumer warp has read the previous slot
+        if (tile >= num_tiles) {
+          if (leader) st_shared_v4(tile_slot, -1, 0, 0, 0);
+          named_arrive(7, NBC);
+          break;
+        }
+        if (leader) st_shared_v4(tile_slot, b, h, m0, n_max);
+        named_arrive(7, NBC);
+        if (n_max > 0) {
+          mbar_wait(barQEmpty, (qk & 1) ^ 1);
+          ++qk;
+          if (leader) {
+            mbar_expect_tx(barQ, L::Q_BYTES);
+#pragma unroll
+            for (int c = 0; c < DC; ++c) tma_load_4d(sQ + c * kBM * 128, &tmQ, barQ, c * 64, h, m0, b);
+          }
+        }
+        const int hkv = h / p.group;
+        for (int it = 0; it < n_max; ++it, ++kv_it) {
+          const int n = n_max - 1 - it;
+          const int s = kv_it % STAGES;
+          const uint32_t ph = (kv_it / STAGES) & 1;
+          mbar_wait(barEmptyK(s), ph ^ 1);
+          if (leader) {
+            mbar_expect_tx(barFullK(s), L::KV_BYTES);
+#pragma unroll
+            for (int c = 0; c < DC; ++c)
+              tma_load_4d(sK + s * L::KV_BYTES + c * BN * 128, &tmK, barFullK(s), c * 64, hkv, n * BN, b);
+          }
+          mbar_wait(barEmptyV(s), ph ^ 1);
+          if (L::O_IN_V && it == 0 && kt > 0) mbar_wait(barOFree, (kt - 1) & 1);
+          if (leader) {
+            mbar_expect_tx(barFullV(s), L::KV_BYTES);
+#pragma unroll
+            for (int c = 0; c < DC; ++c)
+              tma_load_4d(sV + s * L::KV_BYTES + c * BN * 128, &tmV, barFullV(s), c * 64, hkv, n * BN, b);
+          }
+        }
+        kt += n_max > 0;
+        int next = 0;
+        if (leader) next = gridDim.x + (int)atomicAdd(&p.sched[0], 1u);
+        tile = __shfl_sync(0xffffffffu, next, 0);
+        if (tile < num_tiles) {
+          tile_info(tile, b, h, m0, n_max);
+          constexpr int PF = D == 64 ? FAH_PREFETCH64 : FAH_PREFETCH;
+          if (PF > 0 && n_max > 0 && leader) {
+#pragma unroll
+            for (int c = 0; c < DC; ++c) {
+              tma_prefetch_4d(&tmQ, c * 64, h, m0, b);
+              if (PF > 1) {
+                tma_prefetch_4d(&tmK, c * 64, h / p.group, (n_max - 1) * BN, b);
+                tma_prefetch_4d(&tmV, c * 64, h / p.group, (n_max - 1) * BN, b);
+              }
+            }
+          }
+        }
+      }
+      if (leader) {
+        __threadfence();
+        if (atomicAdd(&p.sched[1], 1u) == gridDim.x - 1) {
+          atomicExch(&p.sched[0], 0u);
+          atomicExch(&p.sched[1], 0u);
+        }
+      }
+    } else if (!FAH_NBSLOT && tid == 0) {
       // Dynamic schedule: the first tile is blockIdx.x, later ones come from a global counter, so
       // CTAs that drew light (causal) tiles take more of them. Each tile id is published in
       // shared memory and released by the arrive on barQ (with the Q copy, or alone when the tile
@@ -523,12 +581,15 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
           tile_info(tile, b, h, m0, n_max);
           // Q is loaded only once this tile's Q is released; warm L2 with it (and the first K/V
           // block) now, so that the load then comes from L2 and not HBM.
-          if (FAH_PREFETCH && n_max > 0) {
+          constexpr int PF = D == 64 ? FAH_PREFETCH64 : FAH_PREFETCH;
+          if (PF > 0 && n_max > 0) {
 #pragma unroll
             for (int c = 0; c < DC; ++c) {
               tma_prefetch_4d(&tmQ, c * 64, h, m0, b);
-              tma_prefetch_4d(&tmK, c * 64, h / p.group, (n_max - 1) * BN, b);
-              tma_prefetch_4d(&tmV, c * 64, h / p.group, (n_max - 1) * BN, b);
+              if (PF > 1) {
+                tma_prefetch_4d(&tmK, c * 64, h / p.group, (n_max - 1) * BN, b);
+                tma_prefetch_4d(&tmV, c * 64, h / p.group, (n_max - 1) * BN, b);
+              }
             }
           }
         }
@@ -565,231 +626,27 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
   };
 
 
-  // Cross-tile overlap (XT): the next tile's first S GEMM is issued together with this tile's last
-  // P V GEMM, exactly like two blocks of one tile, and its softmax runs while that P V does; this
-  // tile's epilogue follows. Only where O has a buffer of its own (the V ring is still in use).
-  // (FAH_XT 1: two consumer warpgroups only; 2: also the 3-warpgroup D=64 kernel, which spills.)
-  constexpr bool XT = FAH_XT && L::STAGE_O && !PINGPONG && (NWG == 2 || FAH_XT == 2);
-  if constexpr (XT) {
-    float o[D / 2];
-    float s[BN / 2];
-    uint32_t pf[BN / 4];
-    float mA = -INFINITY, mB = -INFINITY, lA = 0.f, lB = 0.f;
-    // Waits for the next published tile and reads it; a key-less tile releases Q/the slot at once.
-    auto fetch = [&](int& b_, int& h_, int& m0_, int& n_) {
-      mbar_wait(barQ, q_it & 1);
-      const uint4 ti = ld_shared_v4(tile_slot);
-      ++q_it;
-      b_ = (int)ti.x, h_ = (int)ti.y, m0_ = (int)ti.z, n_ = (int)ti.w;
-      if (b_ >= 0 && n_ <= 0) {
-        __syncwarp();
-        if (lane == 0) mbar_arrive(barQEmpty);
-      }
-      return b_ >= 0;
-    };
-    auto gemm_s = [&](int st) {
-      wgmma_fence();
-#pragma unroll
-      for (int kk = 0; kk < D / 16; ++kk) {
-        const uint64_t da = make_desc(sQ + (kk / 4) * kBM * 128 + cw * 64 * 128 + (kk % 4) * 32, 16, 1024);
-        const uint64_t db = make_desc(sK + st * L::KV_BYTES + (kk / 4) * BN * 128 + (kk % 4) * 32, 16, 1024);
-        wgmma_ss<BN>(s, da, db, kk > 0 ? 1 : 0);
-      }
-      wgmma_commit();
-    };
-    auto gemm_pv = [&](int st) {
-      wgmma_fence();
-#pragma unroll
-      for (int kk = 0; kk < BN / 16; ++kk) {
-        const uint64_t db = make_desc(sV + st * L::KV_BYTES + kk * 2048, BN * 128, 1024);
-        wgmma_rs<D>(o, &pf[4 * kk], db, 1);
-      }
-      wgmma_commit();
-    };
-    // Softmax of block n of the tile starting at row m0_, on running state (m, l) given.
-    auto softmax_at = [&](int n, int m0_, float& ma, float& mb, float& la, float& lb, float& sc0, float& sc1) -> bool {
-      const int r0 = m0_ + cw * 64 + warp * 16 + lane / 4;
-      const int l0 = p.causal ? min(p.seqlen_k, r0 + off + 1) : p.seqlen_k;
-      const int l1 = p.causal ? min(p.seqlen_k, r0 + 8 + off + 1) : p.seqlen_k;
-      const bool need_mask = (n * BN + BN > p.seqlen_k) || (p.causal && n * BN + BN - 1 > m0_ + off);
-      if (need_mask) return softmax_tile<BN, true>(s, ma, mb, la, lb, sc0, sc1, n * BN + colq, l0, l1, sl2);
-      return softmax_tile<BN, false>(s, ma, mb, la, lb, sc0, sc1, n * BN + colq, l0, l1, sl2);
-    };
-    auto convert_p = [&]() {
-#pragma unroll
-      for (int j = 0; j < BN / 4; ++j) pf[j] = pack_bf16(s[2 * j], s[2 * j + 1]);
-    };
-    auto release_q = [&]() {
-      __syncwarp();
-      if (lane == 0) mbar_arrive(barQEmpty);
-    };
-    // Normalise and write this tile's O (staged in sO) and LSE.
-    auto write_tile = [&](int b_, int h_, int m0_) {
-      lA += __shfl_xor_sync(0xffffffff, lA, 1);
-      lA += __shfl_xor_sync(0xffffffff, lA, 2);
-      lB += __shfl_xor_sync(0xffffffff, lB, 1);
-      lB += __shfl_xor_sync(0xffffffff, lB, 2);
-      const float invA = lA > 0.f ? rcp_approx(lA) : 0.f;
-      const float invB = lB > 0.f ? rcp_approx(lB) : 0.f;
-      const float lseA = lA > 0.f ? (mA * sl2 + lg2_approx(lA)) * 0.6931471805599453f : -INFINITY;
-      const float lseB = lB > 0.f ? (mB * sl2 + lg2_approx(lB)) * 0.6931471805599453f : -INFINITY;
-      constexpr int CPR = D / 8;
-      uint32_t tt;
-      asm volatile("mov.b32 %0, %1;\n" : "=r"(tt) : "r"(t128));
-      const uint32_t sO = sQ + L::O_OFF + cw * 64 * D * 2;
-      finish_store();           // the previous tile's TMA store has finished reading sO
-      named_sync(3 + cw, 128);  // every warp is done with the previous tile's sO
-      if (TMA_ST) {
-#pragma unroll
-        for (int i = 0; i < CPR; ++i) {
-          st_shared(sO + epi_tma_offset(tt, i, 0), (int)pack_bf16(o[4 * i + 0] * invA, o[4 * i + 1] * invA));
-          st_shared(sO + epi_tma_offset(tt, i, 1), (int)pack_bf16(o[4 * i + 2] * invB, o[4 * i + 3] * invB));
-        }
-        fence_proxy_async();
-        named_sync(3 + cw, 128);
-        if (t128 == 0) {
-#pragma unroll
-          for (int c = 0; c < DC; ++c) tma_store_4d(&tmO, sO + c * 8192, c * 64, h_, m0_ + cw * 64, b_);
-          bulk_commit();
-          store_pending = true;
-        }
-      } else {
-#pragma unroll
-        for (int i = 0; i < CPR; ++i) {
-          st_shared(sO + epi_pair_offset(tt, i, 0, D), (int)pack_bf16(o[4 * i + 0] * invA, o[4 * i + 1] * invA));
-          st_shared(sO + epi_pair_offset(tt, i, 1, D), (int)pack_bf16(o[4 * i + 2] * invB, o[4 * i + 3] * invB));
-        }
-        named_sync(3 + cw, 128);
-        const int row_stride = p.heads_q * D;
-#pragma unroll
-        for (int j = 0; j < 64 * CPR / 128; ++j) {
-          int rl, c;
-          const uint4 v = ld_shared_v4(sO + epi_chunk_offset(j * 128 + tt, D, rl, c));
-          const int g = m0_ + cw * 64 + rl;
-          if (g < p.seqlen_q)
-            st_global_v4(p.o + ((int64_t)b_ * p.seqlen_q + g) * row_stride + (int64_t)h_ * D + c * 8, v);
-        }
-      }
-      if ((lane & 3) == 0) {
-        const int r0 = m0_ + cw * 64 + warp * 16 + lane / 4;
-        float* lp = p.lse + ((int64_t)b_ * p.heads_q + h_) * p.seqlen_q;
-        if (r0 < p.seqlen_q) lp[r0] = lseA;
-        if (r0 + 8 < p.seqlen_q) lp[r0 + 8] = lseB;
-      }
-    };
-    auto zero_state = [&]() {
-#pragma unroll
-      for (int i = 0; i < D / 2; ++i) o[i] = 0.f;
-      mA = -INFINITY, mB = -INFINITY, lA = 0.f, lB = 0.f;
-    };
-
-    int b, h, m0, n_max;
-    bool have = fetch(b, h, m0, n_max);
-    bool carried = false;  // this tile's first block is done (issued with the previous tile's last P V)
-    while (have) {
-      if (n_max <= 0) {  // no visible key: o = 0, lse = -inf
-        zero_state();
-        write_tile(b, h, m0);
-        have = fetch(b, h, m0, n_max);
-        carried = false;
-        continue;
-      }
-      if (!carried) {
-        zero_state();
-        const int st = kv_it % STAGES;
-        mbar_wait(barFullK(st), (kv_it / STAGES) & 1);
-        gemm_s(st);
-        wgmma_wait<0>();
-        fence_regs<BN / 2>(s);
-        if (t128 == 0) mbar_arrive(barEmptyK(st));
-        if (n_max == 1) release_q();
-        float sc0, sc1;
-        softmax_at(n_max - 1, m0, mA, mB, lA, lB, sc0, sc1);
-        convert_p();
-      }
-      for (int it = 1; it < n_max; ++it) {
-        const int n = n_max - 1 - it;
-        const int g = kv_it + it;
-        const int st = g % STAGES, pst = (g - 1) % STAGES;
-        mbar_wait(barFullK(st), (g / STAGES) & 1);
-        mbar_wait(barFullV(pst), ((g - 1) / STAGES) & 1);
-        gemm_s(st);
-        gemm_pv(pst);
-        wgmma_wait<1>();
-        fence_regs<BN / 2>(s);
-        if (t128 == 0) mbar_arrive(barEmptyK(st));
-        if (it == n_max - 1) release_q();
-        float sc0 = 1.f, sc1 = 1.f;
-        const bool grow = softmax_at(n, m0, mA, mB, lA, lB, sc0, sc1);
-        wgmma_wait<0>();
-        fence_regs<D / 2>(o);
-        fence_regs_u<BN / 4>(pf);
-        if (t128 == 0) mbar_arrive(barEmptyV(pst));
-        if (grow) {
-#pragma unroll
-          for (int i = 0; i < D / 8; ++i) {
-            o[4 * i + 0] *= sc0;
-            o[4 * i + 1] *= sc0;
-            o[4 * i + 2] *= sc1;
-            o[4 * i + 3] *= sc1;
-          }
-        }
-        convert_p();
-      }
-      // Boundary: this tile's last P V, with the next tile's first S GEMM when it has keys.
-      int nb, nh, nm0, nn;
-      const bool nhave = fetch(nb, nh, nm0, nn);
-      const int g = kv_it + n_max;  // the next block in the K/V ring
-      const int lst = (g - 1) % STAGES;
-      kv_it = g;
-      if (nhave && nn > 0) {
-        const int st = g % STAGES;
-        mbar_wait(barFullK(st), (g / STAGES) & 1);
-        mbar_wait(barFullV(lst), ((g - 1) / STAGES) & 1);
-        gemm_s(st);
-        gemm_pv(lst);
-        wgmma_wait<1>();
-        fence_regs<BN / 2>(s);
-        if (t128 == 0) mbar_arrive(barEmptyK(st));
-        if (nn == 1) release_q();
-        float nmA = -INFINITY, nmB = -INFINITY, nlA = 0.f, nlB = 0.f, sc0, sc1;
-        softmax_at(nn - 1, nm0, nmA, nmB, nlA, nlB, sc0, sc1);
-        wgmma_wait<0>();
-        fence_regs<D / 2>(o);
-        fence_regs_u<BN / 4>(pf);
-        if (t128 == 0) mbar_arrive(barEmptyV(lst));
-        convert_p();
-        write_tile(b, h, m0);
-#pragma unroll
-        for (int i = 0; i < D / 2; ++i) o[i] = 0.f;
-        mA = nmA, mB = nmB, lA = nlA, lB = nlB;
-        carried = true;
-      } else {
-        mbar_wait(barFullV(lst), ((g - 1) / STAGES) & 1);
-        gemm_pv(lst);
-        wgmma_wait<0>();
-        fence_regs<D / 2>(o);
-        fence_regs_u<BN / 4>(pf);
-        if (t128 == 0) mbar_arrive(barEmptyV(lst));
-        write_tile(b, h, m0);
-        carried = false;
-      }
-      b = nb, h = nh, m0 = nm0, n_max = nn;
-      have = nhave;
-    }
-  } else
+  constexpr int NBC = 32 + 128 * NWG;
+  int qc = 0;  // FAH_NBSLOT: tiles with keys so far (barQ phases)
   while (true) {
-    mbar_wait(barQ, q_it & 1);
+    if (FAH_NBSLOT) named_sync(7, NBC);  // the producer has published the next tile
+    else mbar_wait(barQ, q_it & 1);
     const uint4 ti = ld_shared_v4(tile_slot);
     const int b = (int)ti.x, h = (int)ti.y, m0 = (int)ti.z, n_max = (int)ti.w;
     if (b < 0) break;
+    if (FAH_NBSLOT) {
+      named_arrive(8, NBC);  // this warpgroup is done with the slot
+      if (n_max > 0) mbar_wait(barQ, qc++ & 1);
+    }
     if (n_max <= 0) {
       finish_store();
       // Nothing loaded for this tile: each warp releases the slot as soon as all its lanes have
       // read it (the barrier completes only when every warp of every consumer warpgroup did, so
       // the producer cannot publish the next tile over a slot a lagging warp has yet to read).
-      __syncwarp();
-      if (lane == 0) mbar_arrive(barQEmpty);
+      if (!FAH_NBSLOT) {
+        __syncwarp();
+        if (lane == 0) mbar_arrive(barQEmpty);
+      }
     }
     const int row0 = m0 + cw * 64 + warp * 16 + lane / 4;  // this thread's rows: row0, row0 + 8
     const int row1 = row0 + 8;
