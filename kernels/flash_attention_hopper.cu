@@ -65,7 +65,7 @@
 #ifndef FAH_PREFETCH
 #define FAH_PREFETCH 0
 #endif
-#ifndef FAH_NBSLOT  // 1: the tile slot is handed over with named barriers, the producer as a whole warp
+#ifndef FAH_NBSLOT  // 1: the tile slot is handed over at a named-barrier rendezvous (producer: a whole warp)
 #define FAH_NBSLOT 0
 #endif
 #ifndef FAH_OV  // 1: where no shared memory is left for a dedicated O buffer, stage O in the V ring
@@ -459,24 +459,24 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
     constexpr int NBC = 32 + 128 * NWG;  // named barriers 7 (slot full) and 8 (slot empty)
     if (FAH_NBSLOT && tid < 32) {
       // The same schedule as below, run by the whole warp (lane 0 issues the copies and takes tile
-      // ids), so that the tile slot can be handed over with named barriers: the consumers' reads
-      // of a slot are ordered before its next write by bar.arrive/bar.sync, an order racecheck sees
-      // (it does not see the mbarrier one, docs/perf.md). Q still completes on barQ, now only for
+      // ids), with the tile slot handed over at a rendezvous of the producer warp and every
+      // consumer warp (bar.sync on both sides, barriers 7 then 8): racecheck sees that order, and
+      // neither the mbarrier hand-over below nor a bar.arrive -> bar.sync one (docs/perf.md). The
+      // first STAGES blocks of a tile are issued before the rendezvous (their stages are freed by
+      // earlier tiles), so the consumers still find them loaded. Q completes on barQ, now only for
       // tiles with keys.
       const bool leader = tid == 0;
       int kv_it = 0, qk = 0, kt = 0;  // qk / kt: tiles with keys so far
       int tile = blockIdx.x;
       int b = 0, h = 0, m0 = 0, n_max = 0;
       if (tile < num_tiles) tile_info(tile, b, h, m0, n_max);
-      for (bool first = true;; first = false) {
-        if (!first) named_sync(8, NBC);  // every consumer warp has read the previous slot
+      while (true) {
         if (tile >= num_tiles) {
+          named_sync(7, NBC);
           if (leader) st_shared_v4(tile_slot, -1, 0, 0, 0);
-          named_arrive(7, NBC);
+          named_sync(8, NBC);
           break;
         }
-        if (leader) st_shared_v4(tile_slot, b, h, m0, n_max);
-        named_arrive(7, NBC);
         if (n_max > 0) {
           mbar_wait(barQEmpty, (qk & 1) ^ 1);
           ++qk;
@@ -487,7 +487,7 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
           }
         }
         const int hkv = h / p.group;
-        for (int it = 0; it < n_max; ++it, ++kv_it) {
+        auto issue = [&](int it) {
           const int n = n_max - 1 - it;
           const int s = kv_it % STAGES;
           const uint32_t ph = (kv_it / STAGES) & 1;
@@ -506,7 +506,14 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
             for (int c = 0; c < DC; ++c)
               tma_load_4d(sV + s * L::KV_BYTES + c * BN * 128, &tmV, barFullV(s), c * 64, hkv, n * BN, b);
           }
-        }
+          ++kv_it;
+        };
+        const int pre = min(n_max, STAGES);
+        for (int it = 0; it < pre; ++it) issue(it);
+        named_sync(7, NBC);  // every consumer warp has finished the previous tile
+        if (leader) st_shared_v4(tile_slot, b, h, m0, n_max);
+        named_sync(8, NBC);  // the slot holds this tile
+        for (int it = pre; it < n_max; ++it) issue(it);
         kt += n_max > 0;
         int next = 0;
         if (leader) next = gridDim.x + (int)atomicAdd(&p.sched[0], 1u);
@@ -629,15 +636,16 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
   constexpr int NBC = 32 + 128 * NWG;
   int qc = 0;  // FAH_NBSLOT: tiles with keys so far (barQ phases)
   while (true) {
-    if (FAH_NBSLOT) named_sync(7, NBC);  // the producer has published the next tile
-    else mbar_wait(barQ, q_it & 1);
+    if (FAH_NBSLOT) {
+      named_sync(7, NBC);  // done with the previous tile: the producer may rewrite the slot
+      named_sync(8, NBC);  // it has
+    } else {
+      mbar_wait(barQ, q_it & 1);
+    }
     const uint4 ti = ld_shared_v4(tile_slot);
     const int b = (int)ti.x, h = (int)ti.y, m0 = (int)ti.z, n_max = (int)ti.w;
     if (b < 0) break;
-    if (FAH_NBSLOT) {
-      named_arrive(8, NBC);  // this warpgroup is done with the slot
-      if (n_max > 0) mbar_wait(barQ, qc++ & 1);
-    }
+    if (FAH_NBSLOT && n_max > 0) mbar_wait(barQ, qc++ & 1);
     if (n_max <= 0) {
       finish_store();
       // Nothing loaded for this tile: each warp releases the slot as soon as all its lanes have
