@@ -2,15 +2,19 @@
 //
 // Persistent kernel, one CTA per SM; a CTA works on 64*NWG-row query tiles of one (batch, head):
 //   warpgroup 0      : producer. One thread takes tiles from a global atomic counter (heaviest
-//                      first, heads grouped so their K/V stay in L2), publishes the tile id in
-//                      shared memory and issues TMA loads (cp.async.bulk.tensor.4d, 128B swizzle)
-//                      of Q and of K/V tiles into a STAGES-deep ring, completing on mbarriers.
+//                      first, heads grouped so their K/V stay in L2), publishes each tile decoded
+//                      (batch, head, first row, KV blocks) in shared memory and issues TMA loads
+//                      (cp.async.bulk.tensor.4d, 128B swizzle) of Q and of K/V tiles into a
+//                      STAGES-deep ring, completing on mbarriers.
 //   warpgroups 1..NWG: consumers, 64 query rows each. S = Q K^T with wgmma (both operands in
 //                      shared memory), online softmax in registers (exp2, scale folded in, O only
 //                      rescaled when a row max grows by more than 2^8), P converted to bf16 in
 //                      registers and O += P V with wgmma's register-A form, V read MN-major
 //                      (transposed B). The next tile's S GEMM is issued before this tile's P V GEMM
 //                      so that softmax overlaps the tensor cores (intra-warpgroup overlap).
+//                      O is staged in shared memory (a buffer of its own for D <= 128, the freed V
+//                      ring for D = 256) and leaves by TMA stores (D >= 128, one thread, waited
+//                      for only before the buffer is reused) or 16-byte stores (D = 64).
 // KV tiles are visited from the last to the first, so the tiles that need masking (sequence tail,
 // causal diagonal) come first and the rest run without mask arithmetic. Rows past the sequence end
 // are zero-filled by the copy engine and never stored.
@@ -47,6 +51,9 @@
 #ifndef FAH_BN256  // KV tile width for head dim 256
 #define FAH_BN256 80
 #endif
+#ifndef FAH_SK256_BN64  // causal D=256 with at most this many keys uses 64-wide KV tiles
+#define FAH_SK256_BN64 1024
+#endif
 #ifndef FAH_PP256
 #define FAH_PP256 0
 #endif
@@ -57,16 +64,14 @@
 #define FAH_TMA_ST 1
 #endif
 // L2 prefetch of the next tile by the producer as soon as its id is known: 0 none, 1 its Q, 2 its
-// Q and first K/V block. Measured (perf.md, stage 2): level 2 gains 3-4% at D=64, loses 1-7% at
-// D=128/256 (the prefetches queue ahead of the current tile's loads in the copy engine).
+// Q and first K/V block. Measured (perf.md, stage 2): level 2 gained 3-4% at D=64 and lost 1-7%
+// at D=128/256, level 1 lost 0.2% at D=128/256 (cause not measured; a guess: the prefetches queue
+// ahead of the current tile's loads in the copy engine).
 #ifndef FAH_PREFETCH64
 #define FAH_PREFETCH64 2
 #endif
 #ifndef FAH_PREFETCH
 #define FAH_PREFETCH 0
-#endif
-#ifndef FAH_NBSLOT  // 1: the tile slot is handed over at a named-barrier rendezvous (producer: a whole warp)
-#define FAH_NBSLOT 0
 #endif
 #ifndef FAH_OV  // 1: where no shared memory is left for a dedicated O buffer, stage O in the V ring
 #define FAH_OV 1
@@ -456,91 +461,7 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
     // (NWG == 3: 512 threads at 128 each = 32 + 3 x 160.)
     if (D == 256 || BN > 128) asm volatile("setmaxnreg.dec.sync.aligned.u32 24;\n");
     else asm volatile("setmaxnreg.dec.sync.aligned.u32 32;\n");
-    constexpr int NBC = 32 + 128 * NWG;  // named barriers 7 (slot full) and 8 (slot empty)
-    if (FAH_NBSLOT && tid < 32) {
-      // The same schedule as below, run by the whole warp (lane 0 issues the copies and takes tile
-      // ids), with the tile slot handed over at a rendezvous of the producer warp and every
-      // consumer warp (bar.sync on both sides, barriers 7 then 8): racecheck sees that order, and
-      // neither the mbarrier hand-over below nor a bar.arrive -> bar.sync one (docs/perf.md). The
-      // first STAGES blocks of a tile are issued before the rendezvous (their stages are freed by
-      // earlier tiles), so the consumers still find them loaded. Q completes on barQ, now only for
-      // tiles with keys.
-      const bool leader = tid == 0;
-      int kv_it = 0, qk = 0, kt = 0;  // qk / kt: tiles with keys so far
-      int tile = blockIdx.x;
-      int b = 0, h = 0, m0 = 0, n_max = 0;
-      if (tile < num_tiles) tile_info(tile, b, h, m0, n_max);
-      while (true) {
-        if (tile >= num_tiles) {
-          named_sync(7, NBC);
-          if (leader) st_shared_v4(tile_slot, -1, 0, 0, 0);
-          named_sync(8, NBC);
-          break;
-        }
-        if (n_max > 0) {
-          mbar_wait(barQEmpty, (qk & 1) ^ 1);
-          ++qk;
-          if (leader) {
-            mbar_expect_tx(barQ, L::Q_BYTES);
-#pragma unroll
-            for (int c = 0; c < DC; ++c) tma_load_4d(sQ + c * kBM * 128, &tmQ, barQ, c * 64, h, m0, b);
-          }
-        }
-        const int hkv = h / p.group;
-        auto issue = [&](int it) {
-          const int n = n_max - 1 - it;
-          const int s = kv_it % STAGES;
-          const uint32_t ph = (kv_it / STAGES) & 1;
-          mbar_wait(barEmptyK(s), ph ^ 1);
-          if (leader) {
-            mbar_expect_tx(barFullK(s), L::KV_BYTES);
-#pragma unroll
-            for (int c = 0; c < DC; ++c)
-              tma_load_4d(sK + s * L::KV_BYTES + c * BN * 128, &tmK, barFullK(s), c * 64, hkv, n * BN, b);
-          }
-          mbar_wait(barEmptyV(s), ph ^ 1);
-          if (L::O_IN_V && it == 0 && kt > 0) mbar_wait(barOFree, (kt - 1) & 1);
-          if (leader) {
-            mbar_expect_tx(barFullV(s), L::KV_BYTES);
-#pragma unroll
-            for (int c = 0; c < DC; ++c)
-              tma_load_4d(sV + s * L::KV_BYTES + c * BN * 128, &tmV, barFullV(s), c * 64, hkv, n * BN, b);
-          }
-          ++kv_it;
-        };
-        const int pre = min(n_max, STAGES);
-        for (int it = 0; it < pre; ++it) issue(it);
-        named_sync(7, NBC);  // every consumer warp has finished the previous tile
-        if (leader) st_shared_v4(tile_slot, b, h, m0, n_max);
-        named_sync(8, NBC);  // the slot holds this tile
-        for (int it = pre; it < n_max; ++it) issue(it);
-        kt += n_max > 0;
-        int next = 0;
-        if (leader) next = gridDim.x + (int)atomicAdd(&p.sched[0], 1u);
-        tile = __shfl_sync(0xffffffffu, next, 0);
-        if (tile < num_tiles) {
-          tile_info(tile, b, h, m0, n_max);
-          constexpr int PF = D == 64 ? FAH_PREFETCH64 : FAH_PREFETCH;
-          if (PF > 0 && n_max > 0 && leader) {
-#pragma unroll
-            for (int c = 0; c < DC; ++c) {
-              tma_prefetch_4d(&tmQ, c * 64, h, m0, b);
-              if (PF > 1) {
-                tma_prefetch_4d(&tmK, c * 64, h / p.group, (n_max - 1) * BN, b);
-                tma_prefetch_4d(&tmV, c * 64, h / p.group, (n_max - 1) * BN, b);
-              }
-            }
-          }
-        }
-      }
-      if (leader) {
-        __threadfence();
-        if (atomicAdd(&p.sched[1], 1u) == gridDim.x - 1) {
-          atomicExch(&p.sched[0], 0u);
-          atomicExch(&p.sched[1], 0u);
-        }
-      }
-    } else if (!FAH_NBSLOT && tid == 0) {
+    if (tid == 0) {
       // Dynamic schedule: the first tile is blockIdx.x, later ones come from a global counter, so
       // CTAs that drew light (causal) tiles take more of them. Each tile id is published in
       // shared memory and released by the arrive on barQ (with the Q copy, or alone when the tile
@@ -633,28 +554,18 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
   };
 
 
-  constexpr int NBC = 32 + 128 * NWG;
-  int qc = 0;  // FAH_NBSLOT: tiles with keys so far (barQ phases)
   while (true) {
-    if (FAH_NBSLOT) {
-      named_sync(7, NBC);  // done with the previous tile: the producer may rewrite the slot
-      named_sync(8, NBC);  // it has
-    } else {
-      mbar_wait(barQ, q_it & 1);
-    }
+    mbar_wait(barQ, q_it & 1);
     const uint4 ti = ld_shared_v4(tile_slot);
     const int b = (int)ti.x, h = (int)ti.y, m0 = (int)ti.z, n_max = (int)ti.w;
     if (b < 0) break;
-    if (FAH_NBSLOT && n_max > 0) mbar_wait(barQ, qc++ & 1);
     if (n_max <= 0) {
       finish_store();
       // Nothing loaded for this tile: each warp releases the slot as soon as all its lanes have
       // read it (the barrier completes only when every warp of every consumer warpgroup did, so
       // the producer cannot publish the next tile over a slot a lagging warp has yet to read).
-      if (!FAH_NBSLOT) {
-        __syncwarp();
-        if (lane == 0) mbar_arrive(barQEmpty);
-      }
+      __syncwarp();
+      if (lane == 0) mbar_arrive(barQEmpty);
     }
     const int row0 = m0 + cw * 64 + warp * 16 + lane / 4;  // this thread's rows: row0, row0 + 8
     const int row1 = row0 + 8;
@@ -980,7 +891,12 @@ extern "C" int attention_forward(const void* q, const void* k, const void* v, vo
       if (!causal && FAH_BN128NC != FAH_BN128)
         return fah::launch<128, FAH_BN128NC, FAH_ST128, 2, FAH_PP128>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
       return fah::launch<128, FAH_BN128, FAH_ST128, 2, FAH_PP128>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
-    case 256: return fah::launch<256, FAH_BN256, 2, 2, FAH_PP256>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
+    case 256:
+      // Short causal D=256: 64-wide KV tiles waste less of the masked diagonal (perf.md, stage 2:
+      // 0.96x FA3 at S=1k causal against 0.92x with 80; 80 stays faster everywhere else measured).
+      if (causal && seqlen_k <= FAH_SK256_BN64)
+        return fah::launch<256, 64, 2, 2, FAH_PP256>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
+      return fah::launch<256, FAH_BN256, 2, 2, FAH_PP256>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
     default: return 2;
   }
 }

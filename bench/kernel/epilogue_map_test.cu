@@ -99,11 +99,15 @@ int main() {
   using L256 = fah::Layout<256, FAH_BN256, 2, 2>;
   EXPECT(L128::STAGE_O && L64a::STAGE_O && L64b::STAGE_O, "D<=128 layouts should stage O");
   using L128w = fah::Layout<128, 176, FAH_ST128, 2>;
+  using L256s = fah::Layout<256, 64, 2, 2>;  // short causal D=256
   // No room beside the K/V ring: O is staged in the V ring, which must hold both warpgroups' rows.
   EXPECT(!L256::STAGE_O && L256::SMEM == L256::BAR_END + 1024, "D=256 has no dedicated O buffer");
   EXPECT(L256::O_IN_V == (FAH_OV != 0) && L128w::O_IN_V == (FAH_OV != 0) && !L128::O_IN_V, "O_IN_V choice");
-  EXPECT(L256::O_BYTES <= 2 * L256::KV_BYTES && L128w::O_BYTES <= 2 * L128w::KV_BYTES, "O fits the V ring");
-  for (int smem : {L128::SMEM, L64a::SMEM, L64b::SMEM, L256::SMEM, L128w::SMEM}) EXPECT(smem <= 227 * 1024, "smem %d", smem);
+  EXPECT(L256s::O_IN_V == (FAH_OV != 0), "O_IN_V choice (short causal D=256)");
+  EXPECT(L256::O_BYTES <= 2 * L256::KV_BYTES && L128w::O_BYTES <= 2 * L128w::KV_BYTES &&
+             L256s::O_BYTES <= 2 * L256s::KV_BYTES, "O fits the V ring");
+  for (int smem : {L128::SMEM, L64a::SMEM, L64b::SMEM, L256::SMEM, L128w::SMEM, L256s::SMEM})
+    EXPECT(smem <= 227 * 1024, "smem %d", smem);
   std::printf("epilogue_map_test: smem D128 %d, D64 %d/%d, D256 %d; %d failure(s)\n", L128::SMEM, L64a::SMEM,
               L64b::SMEM, L256::SMEM, g_failures);
   return g_failures ? 1 : 0;
