@@ -165,7 +165,8 @@ __device__ __forceinline__ void fence_regs_u(uint32_t* r) {
   for (int i = 0; i < N; ++i) asm volatile("" : "+r"(r[i])::"memory");
 }
 // Named barriers 1 and 2 gate consumer warpgroups 1 and 2 (barrier 0 is __syncthreads); 3 + cw
-// syncs consumer warpgroup cw alone before it releases a key-less tile.
+// syncs consumer warpgroup cw alone (epilogue); 6 syncs all consumer warpgroups before O is staged
+// in the V ring.
 __device__ __forceinline__ void named_sync(int id, int n) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(n) : "memory");
 }
