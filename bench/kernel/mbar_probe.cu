@@ -9,25 +9,18 @@
 //   mode 1: mbarrier, every reading thread arrives (count 32)
 //   mode 2: named barriers, bar.arrive on the signalling side and bar.sync on the waiting side
 //   mode 3: named barriers, bar.sync on both sides (a rendezvous)
-// Build: nvcc -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a mbar_probe.cu -o mbar_probe
+// Build (from this folder): nvcc -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a mbar_probe.cu -o mbar_probe
 // Run:   compute-sanitizer --tool racecheck --racecheck-report all ./mbar_probe
-#include <cuda_runtime.h>
+// The kernel's own mbarrier wrappers (fah::mbar_init / mbar_arrive / mbar_wait, smem_u32), so that
+// the probe exercises exactly the instructions of the tile-slot hand-over.
+#include "../../kernels/flash_attention_hopper.cu"
 
 #include <cstdio>
 
-__device__ __forceinline__ unsigned smem_u32(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
-__device__ __forceinline__ void mbar_init(unsigned bar, unsigned count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count));
-}
-__device__ __forceinline__ void mbar_arrive(unsigned bar) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
-}
-__device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity) {
-  asm volatile(
-      "{\n.reg .pred P1;\nWAIT_%=:\n"
-      "mbarrier.try_wait.parity.shared::cta.b64 P1, [%0], %1;\n"
-      "@!P1 bra WAIT_%=;\n}\n" ::"r"(bar), "r"(parity) : "memory");
-}
+using fah::mbar_arrive;
+using fah::mbar_init;
+using fah::mbar_wait;
+using fah::smem_u32;
 
 __global__ void probe(int mode, int rounds, int* out) {
   __shared__ unsigned long long full, empty;
