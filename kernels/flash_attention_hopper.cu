@@ -2,15 +2,19 @@
 //
 // Persistent kernel, one CTA per SM; a CTA works on 64*NWG-row query tiles of one (batch, head):
 //   warpgroup 0      : producer. One thread takes tiles from a global atomic counter (heaviest
-//                      first, heads grouped so their K/V stay in L2), publishes the tile id in
-//                      shared memory and issues TMA loads (cp.async.bulk.tensor.4d, 128B swizzle)
-//                      of Q and of K/V tiles into a STAGES-deep ring, completing on mbarriers.
+//                      first, heads grouped so their K/V stay in L2), publishes each tile decoded
+//                      (batch, head, first row, KV blocks) in shared memory and issues TMA loads
+//                      (cp.async.bulk.tensor.4d, 128B swizzle) of Q and of K/V tiles into a
+//                      STAGES-deep ring, completing on mbarriers.
 //   warpgroups 1..NWG: consumers, 64 query rows each. S = Q K^T with wgmma (both operands in
 //                      shared memory), online softmax in registers (exp2, scale folded in, O only
 //                      rescaled when a row max grows by more than 2^8), P converted to bf16 in
 //                      registers and O += P V with wgmma's register-A form, V read MN-major
 //                      (transposed B). The next tile's S GEMM is issued before this tile's P V GEMM
 //                      so that softmax overlaps the tensor cores (intra-warpgroup overlap).
+//                      O is staged in shared memory (a buffer of its own for D <= 128, the freed V
+//                      ring for D = 256) and leaves by TMA stores (D >= 128, one thread, waited
+//                      for only before the buffer is reused) or 16-byte stores (D = 64).
 // KV tiles are visited from the last to the first, so the tiles that need masking (sequence tail,
 // causal diagonal) come first and the rest run without mask arithmetic. Rows past the sequence end
 // are zero-filled by the copy engine and never stored.
@@ -47,8 +51,30 @@
 #ifndef FAH_BN256  // KV tile width for head dim 256
 #define FAH_BN256 80
 #endif
+#ifndef FAH_SK256_BN64  // causal D=256 with at most this many keys uses 64-wide KV tiles
+#define FAH_SK256_BN64 1024
+#endif
 #ifndef FAH_PP256
 #define FAH_PP256 0
+#endif
+#ifndef FAH_BN128NC  // KV tile width for head dim 128 without a causal mask (FA3 uses 176)
+#define FAH_BN128NC 128
+#endif
+#ifndef FAH_TMA_ST  // 1: the staged O leaves through TMA stores (one thread, asynchronous), D >= 128
+#define FAH_TMA_ST 1
+#endif
+// L2 prefetch of the next tile by the producer as soon as its id is known: 0 none, 1 its Q, 2 its
+// Q and first K/V block. Measured (perf.md, stage 2): level 2 gained 3-4% at D=64 and lost 1-7%
+// at D=128/256, level 1 lost 0.2% at D=128/256 (cause not measured; a guess: the prefetches queue
+// ahead of the current tile's loads in the copy engine).
+#ifndef FAH_PREFETCH64
+#define FAH_PREFETCH64 2
+#endif
+#ifndef FAH_PREFETCH
+#define FAH_PREFETCH 0
+#endif
+#ifndef FAH_OV  // 1: where no shared memory is left for a dedicated O buffer, stage O in the V ring
+#define FAH_OV 1
 #endif
 
 namespace fah {
@@ -79,6 +105,34 @@ __device__ __forceinline__ void tma_load_4d(uint32_t dst, const CUtensorMap* map
       " [%0], [%1, {%2, %3, %4, %5}], [%6];\n" ::"r"(dst), "l"(reinterpret_cast<uint64_t>(map)),
       "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(bar) : "memory");
 }
+// Bulk tensor store of one 64-column box from shared memory (same 4-D map form as the loads); rows
+// past the sequence end are clipped by the copy engine.
+__device__ __forceinline__ void tma_store_4d(const CUtensorMap* map, uint32_t src, int c0, int c1, int c2, int c3) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.global.shared::cta.bulk_group [%0, {%2, %3, %4, %5}], [%1];\n" ::"l"(
+          reinterpret_cast<uint64_t>(map)), "r"(src), "r"(c0), "r"(c1), "r"(c2), "r"(c3) : "memory");
+}
+__device__ __forceinline__ void tma_prefetch_4d(const CUtensorMap* map, int c0, int c1, int c2, int c3) {
+  asm volatile("cp.async.bulk.prefetch.tensor.4d.L2.global.tile [%0, {%1, %2, %3, %4}];\n" ::"l"(
+                   reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(c3) : "memory");
+}
+__device__ __forceinline__ void st_shared_v4(uint32_t addr, int a, int b, int c, int d) {
+  asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(a), "r"(b), "r"(c), "r"(d) : "memory");
+}
+__device__ __forceinline__ float rcp_approx(float x) {
+  float y;
+  asm("rcp.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+__device__ __forceinline__ float lg2_approx(float x) {
+  float y;
+  asm("lg2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+__device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
+__device__ __forceinline__ void bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory"); }
+__device__ __forceinline__ void bulk_wait_all() { asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory"); }
+__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 __device__ __forceinline__ void st_shared(uint32_t addr, int v) {
   asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
 }
@@ -89,11 +143,6 @@ __device__ __forceinline__ uint4 ld_shared_v4(uint32_t addr) {
 }
 __device__ __forceinline__ void st_global_v4(void* ptr, uint4 v) {
   asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"l"(ptr), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
-}
-__device__ __forceinline__ int ld_shared(uint32_t addr) {
-  int v;
-  asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(v) : "r"(addr) : "memory");
-  return v;
 }
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
@@ -111,7 +160,8 @@ __device__ __forceinline__ void fence_regs_u(uint32_t* r) {
   for (int i = 0; i < N; ++i) asm volatile("" : "+r"(r[i])::"memory");
 }
 // Named barriers 1 and 2 gate consumer warpgroups 1 and 2 (barrier 0 is __syncthreads); 3 + cw
-// syncs consumer warpgroup cw alone before it releases a key-less tile.
+// syncs consumer warpgroup cw alone (epilogue); 6 syncs all consumer warpgroups before O is staged
+// in the V ring.
 __device__ __forceinline__ void named_sync(int id, int n) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(n) : "memory");
 }
@@ -229,12 +279,16 @@ struct Layout {
   static constexpr int Q_BYTES = BM * D * 2;
   static constexpr int KV_BYTES = BN * D * 2;  // one K (or V) stage
   static constexpr int BAR_OFF = Q_BYTES + 2 * STAGES * KV_BYTES;
-  static constexpr int BAR_END = BAR_OFF + 8 * (3 + 4 * STAGES);  // + tile-id slot
+  static constexpr int BAR_END = BAR_OFF + 8 * (5 + 4 * STAGES);  // + 16-byte tile slot, O-free barrier
   // O is staged per warpgroup (64 rows x D, 16-byte chunks XOR-swizzled by row) so that it leaves
   // in full 16-byte stores; only where it fits next to Q and the K/V ring (not head dim 256).
   static constexpr int O_OFF = (BAR_END + 1023) & ~1023;
   static constexpr int O_BYTES = BM * D * 2;
   static constexpr bool STAGE_O = D <= 128 && O_OFF + O_BYTES + 1024 <= 227 * 1024;
+  // Otherwise (head dim 256, or a wide KV tile) O is staged in the V ring once every consumer
+  // warpgroup has finished its last P V; the producer loads the next tile's first V only after the
+  // O-free barrier says the ring has been read back.
+  static constexpr bool O_IN_V = !STAGE_O && FAH_OV && O_BYTES <= STAGES * KV_BYTES;
   static constexpr int SMEM = (STAGE_O ? O_OFF + O_BYTES : BAR_END) + 1024;  // + alignment slack
 };
 
@@ -328,6 +382,12 @@ __host__ __device__ __forceinline__ uint32_t epi_pair_offset(uint32_t t, int i, 
   const uint32_t row = (t >> 5) * 16 + ((t & 31) >> 2) + 8 * half;  // (row & 7) == ((t >> 2) & 7)
   return row * d * 2 + ((i ^ ((t >> 2) & 7)) << 4) + (t & 3) * 4;
 }
+// TMA-store epilogue: the box layout of the loads (per 64-column block: 64 rows of 128 bytes, the
+// 16-byte unit u of row r at u ^ (r & 7)), so the 8 rows of one 4-byte store again hit 32 banks.
+__host__ __device__ __forceinline__ uint32_t epi_tma_offset(uint32_t t, int i, int half) {
+  const uint32_t row = (t >> 5) * 16 + ((t & 31) >> 2) + 8 * half;
+  return (uint32_t)(i >> 3) * 8192 + row * 128 + (((i & 7) ^ ((t >> 2) & 7)) << 4) + (t & 3) * 4;
+}
 __host__ __device__ __forceinline__ uint32_t epi_chunk_offset(uint32_t idx, int d, int& rl, int& c) {
   rl = (int)(idx / (d / 8));
   c = (int)(idx % (d / 8));
@@ -337,7 +397,8 @@ __host__ __device__ __forceinline__ uint32_t epi_chunk_offset(uint32_t idx, int 
 template <int D, int BN, int STAGES, int NWG, bool PINGPONG>
 __global__ void __launch_bounds__(128 * (NWG + 1), 1)
     fa_fwd_kernel(const __grid_constant__ CUtensorMap tmQ, const __grid_constant__ CUtensorMap tmK,
-                  const __grid_constant__ CUtensorMap tmV, const Params p) {
+                  const __grid_constant__ CUtensorMap tmV, const __grid_constant__ CUtensorMap tmO,
+                  const Params p) {
   using L = Layout<D, BN, STAGES, NWG>;
   constexpr int kBM = L::BM;
   constexpr int DC = D / 64;  // 64-column (128-byte) blocks per row
@@ -353,7 +414,10 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
   auto barFullV = [&](int s) { return bar + 16 + 8 * (STAGES + s); };
   auto barEmptyK = [&](int s) { return bar + 16 + 8 * (2 * STAGES + s); };
   auto barEmptyV = [&](int s) { return bar + 16 + 8 * (3 * STAGES + s); };
-  const uint32_t tile_slot = bar + 16 + 8 * 4 * STAGES;  // producer -> consumers: current tile id
+  // Producer -> consumers: the current tile as {batch, head, first row, KV blocks}, batch -1 to stop
+  // (decoded once by the producer: the divisions cost the consumers ~5% at S=512).
+  const uint32_t tile_slot = bar + 16 + 8 * 4 * STAGES;
+  const uint32_t barOFree = tile_slot + 16;  // O_IN_V: the consumers have read O back out of the V ring
 
   const int num_bh = p.batch * p.heads_q;
   const int num_tiles = p.num_m_blocks * num_bh;
@@ -371,9 +435,12 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
   const int wg = tid / 128;
   if (tid == 0) {
     mbar_init(barQ, 1);
-    // Consumers release a buffer once per warpgroup (one thread, after its wgmma wait: the
-    // warpgroup's MMA has then finished reading shared memory).
-    mbar_init(barQEmpty, NWG);
+    // Consumers release a K/V stage once per warpgroup (one thread, after its wgmma wait: the
+    // warpgroup's MMA has then finished reading shared memory). Q and the tile slot are released
+    // once per warp, after that warp's own read of the slot, so that the slot is never rewritten
+    // before every warp has read it (an ordering the memory model, and racecheck, can see).
+    mbar_init(barQEmpty, 4 * NWG);
+    mbar_init(barOFree, NWG);
     for (int s = 0; s < STAGES; ++s) {
       mbar_init(barFullK(s), 1);
       mbar_init(barFullV(s), 1);
@@ -387,26 +454,27 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
 
   if (wg == 0) {
     // Register split: the producer needs few; head dim 256 needs 240 per consumer thread for O.
-    if (D == 256 || NWG == 3) asm volatile("setmaxnreg.dec.sync.aligned.u32 24;\n");
+    // (NWG == 3: 512 threads at 128 each = 32 + 3 x 160.)
+    if (D == 256 || BN > 128) asm volatile("setmaxnreg.dec.sync.aligned.u32 24;\n");
     else asm volatile("setmaxnreg.dec.sync.aligned.u32 32;\n");
     if (tid == 0) {
       // Dynamic schedule: the first tile is blockIdx.x, later ones come from a global counter, so
       // CTAs that drew light (causal) tiles take more of them. Each tile id is published in
       // shared memory and released by the arrive on barQ (with the Q copy, or alone when the tile
       // has no visible keys); -1 tells the consumers to stop.
-      int kv_it = 0, q_it = 0;
+      int kv_it = 0, q_it = 0, kt = 0;  // kt: tiles with keys issued so far
       int tile = blockIdx.x;
+      int b = 0, h = 0, m0 = 0, n_max = 0;
+      if (tile < num_tiles) tile_info(tile, b, h, m0, n_max);
       while (true) {
         mbar_wait(barQEmpty, (q_it & 1) ^ 1);
         ++q_it;
         if (tile >= num_tiles) {
-          st_shared(tile_slot, -1);
+          st_shared_v4(tile_slot, -1, 0, 0, 0);
           mbar_arrive(barQ);
           break;
         }
-        int b, h, m0, n_max;
-        tile_info(tile, b, h, m0, n_max);
-        st_shared(tile_slot, tile);
+        st_shared_v4(tile_slot, b, h, m0, n_max);
         if (n_max <= 0) {
           mbar_arrive(barQ);
         } else {
@@ -425,12 +493,30 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
           for (int c = 0; c < DC; ++c)
             tma_load_4d(sK + s * L::KV_BYTES + c * BN * 128, &tmK, barFullK(s), c * 64, hkv, n * BN, b);
           mbar_wait(barEmptyV(s), ph ^ 1);
+          if (L::O_IN_V && it == 0 && kt > 0) mbar_wait(barOFree, (kt - 1) & 1);
           mbar_expect_tx(barFullV(s), L::KV_BYTES);
 #pragma unroll
           for (int c = 0; c < DC; ++c)
             tma_load_4d(sV + s * L::KV_BYTES + c * BN * 128, &tmV, barFullV(s), c * 64, hkv, n * BN, b);
         }
+        kt += n_max > 0;
         tile = gridDim.x + (int)atomicAdd(&p.sched[0], 1u);
+        if (tile < num_tiles) {
+          tile_info(tile, b, h, m0, n_max);
+          // Q is loaded only once this tile's Q is released; warm L2 with it (and the first K/V
+          // block) now, so that the load then comes from L2 and not HBM.
+          constexpr int PF = D == 64 ? FAH_PREFETCH64 : FAH_PREFETCH;
+          if (PF > 0 && n_max > 0) {
+#pragma unroll
+            for (int c = 0; c < DC; ++c) {
+              tma_prefetch_4d(&tmQ, c * 64, h, m0, b);
+              if (PF > 1) {
+                tma_prefetch_4d(&tmK, c * 64, h / p.group, (n_max - 1) * BN, b);
+                tma_prefetch_4d(&tmV, c * 64, h / p.group, (n_max - 1) * BN, b);
+              }
+            }
+          }
+        }
       }
       // The last CTA to finish resets the counters for the next launch on this stream.
       __threadfence();
@@ -443,29 +529,39 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
   }
 
   if (NWG == 3) asm volatile("setmaxnreg.inc.sync.aligned.u32 160;\n");
-  else if (D == 256) asm volatile("setmaxnreg.inc.sync.aligned.u32 240;\n");
+  else if (D == 256 || BN > 128) asm volatile("setmaxnreg.inc.sync.aligned.u32 240;\n");
   else asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
   const int cw = wg - 1;
   const int t128 = tid % 128, warp = t128 / 32, lane = t128 % 32;
   const int colq = 2 * (lane % 4);
   const float sl2 = p.scale_log2;
   int kv_it = 0, q_it = 0;
+  // The 3-warpgroup D=64 kernel measured 2-4% slower with TMA stores (docs/perf.md, stage 2).
+  constexpr bool TMA_ST = FAH_TMA_ST && D >= 128 && (L::STAGE_O || L::O_IN_V);
+  bool store_pending = false;  // thread 0 of the warpgroup: a TMA store of O still reads sO
+  // Called once the next tile's first GEMM is under way (or it has none): the previous tile's O
+  // store has then had time to read sO; for O_IN_V the producer may now load V over it.
+  auto finish_store = [&]() {
+    if (TMA_ST && t128 == 0 && store_pending) {
+      bulk_wait_read();
+      if (L::O_IN_V) mbar_arrive(barOFree);
+      store_pending = false;
+    }
+  };
+
 
   while (true) {
     mbar_wait(barQ, q_it & 1);
-    const int t = ld_shared(tile_slot);
-    if (t < 0) break;
-    int b, h, m0, n_max;
-    tile_info(t, b, h, m0, n_max);
+    const uint4 ti = ld_shared_v4(tile_slot);
+    const int b = (int)ti.x, h = (int)ti.y, m0 = (int)ti.z, n_max = (int)ti.w;
+    if (b < 0) break;
     if (n_max <= 0) {
-      // Nothing loaded for this tile. Release the tile slot only once all four warps of this
-      // warpgroup have read it: with a single-thread arrive right after its own read, the producer
-      // could publish the next tile(s) (a run of key-less tiles when Sq > Sk) before a lagging warp
-      // read this one; that warp then skipped tiles (rows never written) or joined another tile's
-      // warpgroup-wide wgmma out of step (hang). Tiles with keys are safe: their release follows
-      // the S GEMMs, which every warp of the warpgroup has issued.
-      named_sync(3 + cw, 128);
-      if (t128 == 0) mbar_arrive(barQEmpty);
+      finish_store();
+      // Nothing loaded for this tile: each warp releases the slot as soon as all its lanes have
+      // read it (the barrier completes only when every warp of every consumer warpgroup did, so
+      // the producer cannot publish the next tile over a slot a lagging warp has yet to read).
+      __syncwarp();
+      if (lane == 0) mbar_arrive(barQEmpty);
     }
     const int row0 = m0 + cw * 64 + warp * 16 + lane / 4;  // this thread's rows: row0, row0 + 8
     const int row1 = row0 + 8;
@@ -522,11 +618,15 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
         turn_begin();
         gemm_s(st);
         turn_end();
+        finish_store();
         wgmma_wait<0>();
         fence_regs<BN / 2>(s);
         if (t128 == 0) mbar_arrive(barEmptyK(st));
         // A one-block tile's only S GEMM has completed: Q may be overwritten (see the loop).
-        if (n_max == 1 && t128 == 0) mbar_arrive(barQEmpty);
+        if (n_max == 1) {
+          __syncwarp();
+          if (lane == 0) mbar_arrive(barQEmpty);
+        }
         float sc0, sc1;
         softmax(n_max - 1, sc0, sc1);  // O is still zero: nothing to rescale
         convert_p();
@@ -546,7 +646,10 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
         if (t128 == 0) mbar_arrive(barEmptyK(st));
         // The last S GEMM of the tile has completed (as for the K stage above): release Q now, not
         // after this block's softmax, so that the next tile's Q load starts one softmax earlier.
-        if (it == n_max - 1 && t128 == 0) mbar_arrive(barQEmpty);
+        if (it == n_max - 1) {
+          __syncwarp();
+          if (lane == 0) mbar_arrive(barQEmpty);
+        }
         float sc0 = 1.f, sc1 = 1.f;
         const bool grow = softmax(n, sc0, sc1);
         wgmma_wait<0>();
@@ -585,10 +688,13 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
     lA += __shfl_xor_sync(0xffffffff, lA, 2);
     lB += __shfl_xor_sync(0xffffffff, lB, 1);
     lB += __shfl_xor_sync(0xffffffff, lB, 2);
-    const float invA = lA > 0.f ? 1.f / lA : 0.f;
-    const float invB = lB > 0.f ? 1.f / lB : 0.f;
+    const float invA = lA > 0.f ? rcp_approx(lA) : 0.f;
+    const float invB = lB > 0.f ? rcp_approx(lB) : 0.f;
+    // ln-sum-exp = (max * scale * log2 e + log2 l) * ln 2, with the fast log2 (rel. error ~2^-22).
+    const float lseA = lA > 0.f ? (mA * sl2 + lg2_approx(lA)) * 0.6931471805599453f : -INFINITY;
+    const float lseB = lB > 0.f ? (mB * sl2 + lg2_approx(lB)) * 0.6931471805599453f : -INFINITY;
     const int row_stride = p.heads_q * D;
-    if (L::STAGE_O) {
+    if (L::STAGE_O || (L::O_IN_V && n_max > 0)) {
       // Through shared memory: each thread writes its 4-byte pairs (chunk i of row r goes to chunk
       // i ^ (r & 7): the 8 rows of one store hit 32 different banks), then the warpgroup reads
       // whole 16-byte chunks back and each warp stores two full rows per instruction.
@@ -597,27 +703,52 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
       // here, not hoisted out of the tile loop (where they cost registers and spilled).
       uint32_t tt;  // unsigned: the divisions and remainders below are shifts and masks
       asm volatile("mov.b32 %0, %1;\n" : "=r"(tt) : "r"(t128));
-      const uint32_t sO = sQ + L::O_OFF + cw * 64 * D * 2;
-      named_sync(3 + cw, 128);  // every warp has read the previous tile's O out of sO
+      const uint32_t sO = (L::STAGE_O ? sQ + L::O_OFF : sV) + cw * 64 * D * 2;
+      if (L::O_IN_V)
+        named_sync(6, 128 * NWG);  // every consumer warpgroup's last P V has finished reading the V ring
+      else
+        named_sync(3 + cw, 128);  // every warp has read the previous tile's O out of sO
+      if (TMA_ST) {
 #pragma unroll
-      for (int i = 0; i < CPR; ++i) {
+        for (int i = 0; i < CPR; ++i) {
+          st_shared(sO + epi_tma_offset(tt, i, 0), (int)pack_bf16(o[4 * i + 0] * invA, o[4 * i + 1] * invA));
+          st_shared(sO + epi_tma_offset(tt, i, 1), (int)pack_bf16(o[4 * i + 2] * invB, o[4 * i + 3] * invB));
+        }
+        fence_proxy_async();      // these generic writes, before the copy engine reads them
+        named_sync(3 + cw, 128);  // sO holds the warpgroup's 64 rows
+        if (t128 == 0) {
+#pragma unroll
+          for (int c = 0; c < DC; ++c) tma_store_4d(&tmO, sO + c * 8192, c * 64, h, m0 + cw * 64, b);
+          bulk_commit();
+          store_pending = true;
+        }
+      }
+#pragma unroll
+      for (int i = 0; i < CPR && !TMA_ST; ++i) {
         st_shared(sO + epi_pair_offset(tt, i, 0, D), (int)pack_bf16(o[4 * i + 0] * invA, o[4 * i + 1] * invA));
         st_shared(sO + epi_pair_offset(tt, i, 1, D), (int)pack_bf16(o[4 * i + 2] * invB, o[4 * i + 3] * invB));
       }
-      named_sync(3 + cw, 128);  // sO holds the warpgroup's 64 rows
+      if (!TMA_ST) named_sync(3 + cw, 128);  // sO holds the warpgroup's 64 rows
 #pragma unroll
-      for (int j = 0; j < 64 * CPR / 128; ++j) {
+      for (int j = 0; j < 64 * CPR / 128 && !TMA_ST; ++j) {
         int rl, c;
         const uint4 v = ld_shared_v4(sO + epi_chunk_offset(j * 128 + tt, D, rl, c));
         const int g = m0 + cw * 64 + rl;
         if (g < p.seqlen_q)
           st_global_v4(p.o + ((int64_t)b * p.seqlen_q + g) * row_stride + (int64_t)h * D + c * 8, v);
       }
+      if (L::O_IN_V && !TMA_ST) {
+        // The copy engine will write the next tile's V here: order these generic accesses before
+        // it, then let the producer go (one arrive per warpgroup, after all its reads).
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+        named_sync(3 + cw, 128);
+        if (t128 == 0) mbar_arrive(barOFree);
+      }
       if ((lane & 3) == 0) {
         if (row0 < p.seqlen_q)
-          p.lse[((int64_t)b * p.heads_q + h) * p.seqlen_q + row0] = lA > 0.f ? mA * p.scale + logf(lA) : -INFINITY;
+          p.lse[((int64_t)b * p.heads_q + h) * p.seqlen_q + row0] = lseA;
         if (row1 < p.seqlen_q)
-          p.lse[((int64_t)b * p.heads_q + h) * p.seqlen_q + row1] = lB > 0.f ? mB * p.scale + logf(lB) : -INFINITY;
+          p.lse[((int64_t)b * p.heads_q + h) * p.seqlen_q + row1] = lseB;
       }
       continue;
     }
@@ -627,7 +758,7 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
       for (int i = 0; i < D / 8; ++i)
         *reinterpret_cast<uint32_t*>(op + 8 * i) = pack_bf16(o[4 * i + 0] * invA, o[4 * i + 1] * invA);
       if ((lane & 3) == 0)
-        p.lse[((int64_t)b * p.heads_q + h) * p.seqlen_q + row0] = lA > 0.f ? mA * p.scale + logf(lA) : -INFINITY;
+        p.lse[((int64_t)b * p.heads_q + h) * p.seqlen_q + row0] = lseA;
     }
     if (row1 < p.seqlen_q) {
       __nv_bfloat16* op = p.o + ((int64_t)b * p.seqlen_q + row1) * row_stride + (int64_t)h * D + colq;
@@ -635,9 +766,10 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
       for (int i = 0; i < D / 8; ++i)
         *reinterpret_cast<uint32_t*>(op + 8 * i) = pack_bf16(o[4 * i + 2] * invB, o[4 * i + 3] * invB);
       if ((lane & 3) == 0)
-        p.lse[((int64_t)b * p.heads_q + h) * p.seqlen_q + row1] = lB > 0.f ? mB * p.scale + logf(lB) : -INFINITY;
+        p.lse[((int64_t)b * p.heads_q + h) * p.seqlen_q + row1] = lseB;
     }
   }
+  if (TMA_ST && t128 == 0 && store_pending) bulk_wait_all();  // shared memory must outlive the last store
 }
 
 // ---------------------------------------------------------------- host side
@@ -696,9 +828,9 @@ static int launch(const void* q, const void* k, const void* v, void* o, float* l
                   int hq, int hkv, float scale, int causal, cudaStream_t stream) {
   using L = Layout<D, BN, STAGES, NWG>;
   constexpr int kBM = L::BM;
-  CUtensorMap mq, mk, mv;
+  CUtensorMap mq, mk, mv, mo;
   if (!make_map(&mq, q, D, hq, sq, batch, kBM) || !make_map(&mk, k, D, hkv, sk, batch, BN) ||
-      !make_map(&mv, v, D, hkv, sk, batch, BN))
+      !make_map(&mv, v, D, hkv, sk, batch, BN) || !make_map(&mo, o, D, hq, sq, batch, 64))
     return 4;
   static bool attr_set = false;
   if (!attr_set) {
@@ -723,7 +855,7 @@ static int launch(const void* q, const void* k, const void* v, void* o, float* l
   p.scale_log2 = scale * 1.4426950408889634f;
   const int64_t tiles = (int64_t)batch * hq * p.num_m_blocks;
   const int grid = (int)(tiles < num_sms() ? tiles : num_sms());
-  fa_fwd_kernel<D, BN, STAGES, NWG, PINGPONG><<<grid, 128 * (NWG + 1), L::SMEM, stream>>>(mq, mk, mv, p);
+  fa_fwd_kernel<D, BN, STAGES, NWG, PINGPONG><<<grid, 128 * (NWG + 1), L::SMEM, stream>>>(mq, mk, mv, mo, p);
   return cudaGetLastError() == cudaSuccess ? 0 : 6;
 }
 
@@ -751,8 +883,16 @@ extern "C" int attention_forward(const void* q, const void* k, const void* v, vo
       if (causal && seqlen_q <= FAH_SQ64_2WG)
         return fah::launch<64, FAH_BN64, 3, 2, FAH_PP64 != 0>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
       return fah::launch<64, FAH_BN64, 3, FAH_NWG64, FAH_PP64 && FAH_NWG64 == 2>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
-    case 128: return fah::launch<128, FAH_BN128, FAH_ST128, 2, FAH_PP128>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
-    case 256: return fah::launch<256, FAH_BN256, 2, 2, FAH_PP256>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
+    case 128:
+      if (!causal && FAH_BN128NC != FAH_BN128)
+        return fah::launch<128, FAH_BN128NC, FAH_ST128, 2, FAH_PP128>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
+      return fah::launch<128, FAH_BN128, FAH_ST128, 2, FAH_PP128>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
+    case 256:
+      // Short causal D=256: 64-wide KV tiles waste less of the masked diagonal (perf.md, stage 2:
+      // 0.96x FA3 at S=1k causal against 0.92x with 80; 80 stays faster everywhere else measured).
+      if (causal && seqlen_k <= FAH_SK256_BN64)
+        return fah::launch<256, 64, 2, 2, FAH_PP256>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
+      return fah::launch<256, FAH_BN256, 2, 2, FAH_PP256>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
     default: return 2;
   }
 }

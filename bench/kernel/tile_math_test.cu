@@ -3,7 +3,7 @@
 // once hung or left rows unwritten (causal Sq > Sk: key-less query tiles) and a sweep around them.
 // Build and run:  nvcc -std=c++17 -gencode arch=compute_90a,code=sm_90a -x cu \
 //                   bench/kernel/tile_math_test.cu -o /tmp/tile_math_test && /tmp/tile_math_test
-// Checks per shape and head dim (tile sizes as the kernel's defaults):
+// Checks per shape and head dim (tile sizes as attention_forward dispatches them):
 //   1. tiles 0..num_tiles-1 map one-to-one onto (batch, head, query block): none skipped;
 //   2. n_max = number of KV blocks holding a key visible to some valid row of the tile (0 allowed);
 //   3. every visible key lies in a visited block and the unmasked fast path is only taken for blocks
@@ -41,9 +41,14 @@ struct Tiles {
   int bm, bn, nwg;
 };
 
-Tiles tiles_for(int d) {
-  if (d == 64) return {64 * FAH_NWG64, FAH_BN64, FAH_NWG64};
-  if (d == 128) return {128, FAH_BN128, 2};
+// The tiling attention_forward dispatches to for this head dim and shape.
+Tiles tiles_for(int d, const Shape& s) {
+  if (d == 64) {
+    if (s.causal && s.sq <= FAH_SQ64_2WG) return {128, FAH_BN64, 2};
+    return {64 * FAH_NWG64, FAH_BN64, FAH_NWG64};
+  }
+  if (d == 128) return {128, s.causal ? FAH_BN128 : FAH_BN128NC, 2};
+  if (s.causal && s.sk <= FAH_SK256_BN64) return {128, 64, 2};
   return {128, FAH_BN256, 2};
 }
 
@@ -79,7 +84,7 @@ void check_schedule(int num_tiles, int grid, std::mt19937& rng, const char* tag)
 }
 
 void check_shape(const Shape& s, int d, std::mt19937& rng) {
-  const Tiles tl = tiles_for(d);
+  const Tiles tl = tiles_for(d, s);
   char tag[160];
   std::snprintf(tag, sizeof tag, "B=%d Sq=%d Sk=%d Hq=%d Hkv=%d D=%d causal=%d", s.batch, s.sq, s.sk, s.hq,
                 s.hkv, d, s.causal);
