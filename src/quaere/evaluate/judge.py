@@ -13,72 +13,79 @@ factor, floor, timeout_s}, ``time`` {scenario, seed, factor, floor, timing, comp
 from __future__ import annotations
 
 import ctypes
-import json
 import os
 import sys
 import traceback
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import BinaryIO
+
+from pydantic import BaseModel
 
 from quaere.evaluate.arrays import ops_for
 from quaere.evaluate.correctness import Rule
 from quaere.evaluate.judge_check import check_scenario
+from quaere.evaluate.judge_protocol import (
+    REQUEST,
+    CheckReply,
+    CheckRequest,
+    Failure,
+    InitReply,
+    InitRequest,
+    TimeReply,
+    TimeRequest,
+)
 from quaere.evaluate.judge_runners import Runners, RunnerSettings
 from quaere.evaluate.judge_state import JudgeState
 from quaere.evaluate.judge_time import time_scenario
 from quaere.evaluate.shared import BufferPool, allocator_for
-from quaere.records import Scenario
 from quaere.task.loader import load_task
-from quaere.task.spec import TimingRule
 
 PR_SET_DUMPABLE = 4
 
 
-def _init(request: dict) -> tuple[JudgeState, dict]:
-    task = load_task(request["task"])
-    runner = request["runner"]
+def _init(request: InitRequest) -> tuple[JudgeState, InitReply]:
+    task = load_task(request.task)
+    runner = request.runner
     settings = RunnerSettings(
-        device=task.spec.device, entry=task.spec.entry_point, kernels=dict(request["kernels"]),
-        log_dir=Path(runner["log_dir"]), base_env=dict(runner["base_env"]), guard_env=dict(runner["guard_env"]),
-        start_timeout_s=float(runner["start_timeout_s"]), sandbox=bool(runner["sandbox"]),
-        threads=bool(runner["threads"]),
+        device=task.spec.device, entry=task.spec.entry_point, kernels=dict(request.kernels),
+        log_dir=Path(runner.log_dir), base_env=dict(runner.base_env), guard_env=dict(runner.guard_env),
+        start_timeout_s=runner.start_timeout_s, sandbox=runner.sandbox, threads=runner.threads,
     )
     state = JudgeState(task=task, ops=ops_for(task.spec.device), pool=BufferPool(allocator_for(task.spec.device)),
-                       runners=Runners(settings), banned=tuple(request.get("banned", ())))
-    reply: dict[str, Any] = {"ok": True, "pid": os.getpid()}
+                       runners=Runners(settings), banned=request.banned)
+    device = ""
     if task.spec.device == "cuda":
         import torch
 
-        reply["device"] = torch.cuda.get_device_name()
-    return state, reply
+        device = torch.cuda.get_device_name()
+    return state, InitReply(pid=os.getpid(), device=device)
 
 
-def _rule(request: dict) -> Rule:
-    return Rule(factor=float(request["factor"]), floor=float(request["floor"]))
+def _check(state: JudgeState, request: CheckRequest) -> CheckReply:
+    rule = Rule(factor=request.factor, floor=request.floor)
+    verdict = check_scenario(state, request.scenario, request.seed, rule, request.timeout_s)
+    return CheckReply(verdict=verdict, isolation=state.runners.isolation,
+                      trusted_objects=state.runners.trusted_objects)
 
 
-def _handle(state: JudgeState | None, request: dict) -> tuple[JudgeState | None, dict]:
-    op = request.get("op")
-    if op == "init":
+def _time(state: JudgeState, request: TimeRequest) -> TimeReply:
+    rule = Rule(factor=request.factor, floor=request.floor)
+    call_log = Path(request.call_log) if request.call_log else None
+    timings = time_scenario(state, request.scenario, request.seed, rule, request.timing, request.comparisons,
+                            request.timeout_s, call_log)
+    return TimeReply(timings=tuple(timings), clock_note=state.clock(request.timing.flush_l2).note,
+                     isolation=state.runners.isolation)
+
+
+def _handle(state: JudgeState | None, line: bytes) -> tuple[JudgeState | None, BaseModel]:
+    request = REQUEST.validate_json(line)
+    if isinstance(request, InitRequest):
         return _init(request)
     if state is None:
-        return state, {"ok": False, "error": "the first request must be 'init'"}
-    scenario = Scenario.model_validate(request["scenario"])
-    seed, timeout_s = int(request["seed"]), float(request["timeout_s"])
-    if op == "check":
-        verdict = check_scenario(state, scenario, seed, _rule(request), timeout_s)
-        return state, {"ok": True, "verdict": verdict.model_dump(mode="json"),
-                       "isolation": state.runners.isolation.model_dump(mode="json"),
-                       "trusted_objects": list(state.runners.trusted_objects)}
-    if op == "time":
-        timing = TimingRule.model_validate(request["timing"])
-        call_log = Path(request["call_log"]) if request.get("call_log") else None
-        timings = time_scenario(state, scenario, seed, _rule(request), timing, tuple(request["comparisons"]),
-                                timeout_s, call_log)
-        note = state.clock(timing.flush_l2).note
-        return state, {"ok": True, "timings": [t.model_dump(mode="json") for t in timings], "clock_note": note,
-                       "isolation": state.runners.isolation.model_dump(mode="json")}
-    return state, {"ok": False, "error": f"unknown op {op!r}"}
+        return state, Failure(error="the first request must be 'init'")
+    if isinstance(request, CheckRequest):
+        return state, _check(state, request)
+    return state, _time(state, request)
 
 
 def serve(requests: BinaryIO, replies: BinaryIO) -> None:
@@ -87,13 +94,12 @@ def serve(requests: BinaryIO, replies: BinaryIO) -> None:
         for line in requests:
             if not line.strip():
                 continue
-            request = json.loads(line)
             try:
-                state, reply = _handle(state, request)
+                state, reply = _handle(state, line)
             except Exception as exc:  # noqa: BLE001 - quaere's (or the task module's) own failure: reported, never a pass
-                reply = {"ok": False, "error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc(),
-                         "out_of_memory": "out of memory" in str(exc).lower()}
-            replies.write((json.dumps(reply) + "\n").encode())
+                reply = Failure(error=f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc(),
+                                out_of_memory="out of memory" in str(exc).lower())
+            replies.write((reply.model_dump_json() + "\n").encode())
             replies.flush()
     finally:
         if state is not None:

@@ -17,6 +17,7 @@ from typing import Protocol
 
 from quaere.evaluate.build import build_source
 from quaere.evaluate.device import probe_device
+from quaere.evaluate.judge_protocol import TimeRequest
 from quaere.evaluate.options import EvalOptions, default_cache_dir, load_scenarios_file, process_environment
 from quaere.evaluate.stats import roofline_floor_ms
 from quaere.evaluate.supervisor import Supervisor, WorkerConfig
@@ -211,10 +212,10 @@ def _benchmarks(task: Task, seed: int, options: EvalOptions, sup: Supervisor, pr
     progress.begin("timing", len(scenarios))
     results = []
     for scenario in scenarios:
-        message = {"scenario": scenario.model_dump(mode="json"), "seed": seed, "factor": spec.correctness.factor,
-                   "floor": spec.correctness.floor, "timing": spec.timing.model_dump(mode="json"),
-                   "comparisons": list(comparisons), "timeout_s": spec.correctness.scenario_timeout_s,
-                   "call_log": str(options.call_log) if options.call_log else None}
+        message = TimeRequest(scenario=scenario, seed=seed, factor=spec.correctness.factor,
+                              floor=spec.correctness.floor, timing=spec.timing, comparisons=comparisons,
+                              timeout_s=spec.correctness.scenario_timeout_s,
+                              call_log=str(options.call_log) if options.call_log else None)
         timings = sup.time(message, impls, options.benchmark_timeout_s)
         flops = float(module.flops(scenario))
         bound_ms = roofline_floor_ms(flops, float(module.min_bytes(scenario)), spec.roofline.matrix_tflops,

@@ -17,10 +17,20 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Self
+from typing import Any, Self
 
-from pydantic import ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
+from quaere.evaluate.judge_protocol import (
+    CHECK_REPLY,
+    INIT_REPLY,
+    TIME_REPLY,
+    CheckRequest,
+    Failure,
+    InitRequest,
+    RunnerOptions,
+    TimeRequest,
+)
 from quaere.records import Isolation, Scenario, ScenarioVerdict, Timing, TimingStatus, Verdict
 
 STDERR_TAIL_BYTES = 3000
@@ -184,43 +194,48 @@ class Supervisor:
         self._started += 1
         worker = WorkerProcess(self.config.env, self.config.log_dir / f"worker-{self._started}.stderr")
         config = self.config
-        runner = {"log_dir": str(config.log_dir), "base_env": config.env, "guard_env": config.guard_env,
-                  "start_timeout_s": config.start_timeout_s, "sandbox": config.sandbox, "threads": config.threads}
-        init = {"op": "init", "task": str(config.task_folder), "kernels": config.kernels,
-                "banned": list(config.banned), "runner": runner}
+        runner = RunnerOptions(log_dir=str(config.log_dir), base_env=config.env, guard_env=config.guard_env,
+                               start_timeout_s=config.start_timeout_s, sandbox=config.sandbox, threads=config.threads)
+        init = InitRequest(task=str(config.task_folder), kernels=config.kernels, banned=config.banned, runner=runner)
         try:
-            reply = worker.request(init, self.config.start_timeout_s)
+            reply = self._parse(worker.request(init.model_dump(mode="json"), config.start_timeout_s), INIT_REPLY)
         except WorkerLost as lost:
-            self._start_failure = WorkerLost(lost.verdict, f"while loading the candidate: {lost.detail}")
+            self._start_failure = WorkerLost(lost.verdict, f"the judge did not start: {lost.detail}")
             raise self._start_failure from None
-        if not reply.get("ok"):
+        if isinstance(reply, Failure):
             worker.close()
-            self._start_failure = WorkerLost(Verdict.HARNESS_ERROR, f"the judge failed to start: {reply.get('error')}")
+            self._start_failure = WorkerLost(Verdict.HARNESS_ERROR, f"the judge failed to start: {reply.error}")
             raise self._start_failure
         self._worker = worker
         return worker
 
-    def _send(self, message: dict, timeout_s: float) -> dict:
+    @staticmethod
+    def _parse(raw: dict, adapter: TypeAdapter) -> Any:
+        try:
+            return adapter.validate_python(raw)
+        except ValidationError as exc:
+            return Failure(error=f"unreadable reply from the judge: {exc.errors()[0]['msg']}")
+
+    def _send(self, message: BaseModel, adapter: TypeAdapter, timeout_s: float) -> Any:
         worker = self._ready_worker()
         try:
-            reply = worker.request(message, timeout_s)
+            reply = self._parse(worker.request(message.model_dump(mode="json"), timeout_s), adapter)
         except WorkerLost:
             self.worker_deaths += 1
             worker.close()
             self._worker = None
             raise
-        if not reply.get("ok"):
+        if isinstance(reply, Failure):
             worker.close()  # after a harness error we start afresh
             self._worker = None
-        if isinstance(reply.get("isolation"), dict):
-            self.isolation = Isolation.model_validate(reply["isolation"])
-        if isinstance(reply.get("trusted_objects"), list) and reply["trusted_objects"]:
-            self.trusted_objects = frozenset(str(p) for p in reply["trusted_objects"])
+            return reply
+        self.isolation = reply.isolation
+        if getattr(reply, "trusted_objects", ()):
+            self.trusted_objects = frozenset(reply.trusted_objects)
         return reply
 
     def check(self, scenario: Scenario, seed: int, factor: float, floor: float, timeout_s: float) -> ScenarioVerdict:
-        message = {"op": "check", "scenario": scenario.model_dump(mode="json"), "seed": seed, "factor": factor,
-                   "floor": floor, "timeout_s": timeout_s}
+        message = CheckRequest(scenario=scenario, seed=seed, factor=factor, floor=floor, timeout_s=timeout_s)
         started = time.monotonic()
 
         def verdict(v: Verdict, detail: str) -> ScenarioVerdict:
@@ -228,32 +243,24 @@ class Supervisor:
                                    duration_s=time.monotonic() - started)
 
         try:
-            reply = self._send(message, timeout_s + self.config.judge_slack_s)
+            reply = self._send(message, CHECK_REPLY, timeout_s + self.config.judge_slack_s)
         except WorkerLost as lost:
             return verdict(lost.verdict, lost.detail)
-        if not reply.get("ok"):
-            oom = bool(reply.get("out_of_memory"))
-            return verdict(Verdict.OUT_OF_MEMORY if oom else Verdict.HARNESS_ERROR,
-                           f"{reply.get('error')}\n{reply.get('traceback', '')}".strip())
-        try:
-            result = ScenarioVerdict.model_validate(reply["verdict"])
-        except (KeyError, ValidationError) as exc:
-            return verdict(Verdict.HARNESS_ERROR, f"unreadable reply from the worker: {exc}")
-        return result.model_copy(update={"duration_s": time.monotonic() - started})
+        if isinstance(reply, Failure):
+            return verdict(Verdict.OUT_OF_MEMORY if reply.out_of_memory else Verdict.HARNESS_ERROR,
+                           f"{reply.error}\n{reply.traceback}".strip())
+        return reply.verdict.model_copy(update={"duration_s": time.monotonic() - started})
 
-    def time(self, message: dict, impls: tuple[str, ...], timeout_s: float) -> list[Timing]:
+    def time(self, message: TimeRequest, impls: tuple[str, ...], timeout_s: float) -> list[Timing]:
         """Timings for ``impls`` (in order); every one FAILED with the reason when the judge is lost.
 
-        ``message`` carries ``timeout_s``, the limit of each runner call; ``timeout_s`` here bounds the
-        whole request (every implementation, warm-up and repetitions)."""
+        ``message.timeout_s`` limits each runner call; ``timeout_s`` here bounds the whole request (every
+        implementation, warm-up and repetitions)."""
         try:
-            reply = self._send({"op": "time", **message}, timeout_s + self.config.judge_slack_s)
+            reply = self._send(message, TIME_REPLY, timeout_s + self.config.judge_slack_s)
         except WorkerLost as lost:
             return [Timing(impl=i, status=TimingStatus.FAILED, detail=f"{lost.verdict.value}: {lost.detail}") for i in impls]
-        if not reply.get("ok"):
-            return [Timing(impl=i, status=TimingStatus.FAILED, detail=str(reply.get("error"))) for i in impls]
-        self.clock_note = str(reply.get("clock_note", "") or self.clock_note)
-        try:
-            return [Timing.model_validate(t) for t in reply["timings"]]
-        except (KeyError, TypeError, ValidationError) as exc:
-            return [Timing(impl=i, status=TimingStatus.FAILED, detail=f"unreadable reply: {exc}") for i in impls]
+        if isinstance(reply, Failure):
+            return [Timing(impl=i, status=TimingStatus.FAILED, detail=reply.error) for i in impls]
+        self.clock_note = reply.clock_note or self.clock_note
+        return list(reply.timings)
