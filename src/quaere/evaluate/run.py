@@ -20,7 +20,7 @@ from quaere.evaluate.device import probe_device
 from quaere.evaluate.judge_protocol import TimeRequest
 from quaere.evaluate.options import EvalOptions, default_cache_dir, load_scenarios_file, process_environment
 from quaere.evaluate.stats import roofline_floor_ms
-from quaere.evaluate.supervisor import Supervisor, WorkerConfig
+from quaere.evaluate.supervisor import Supervisor, JudgeConfig
 from quaere.records import (
     AuditFinding,
     BenchmarkResult,
@@ -275,7 +275,7 @@ def run_evaluation(task: Task, candidate: Path, options: EvalOptions, progress: 
                 kernels["initial"] = reference.artifact
             else:
                 notes.append("the initial kernel failed to build: it is not timed")
-        config = WorkerConfig(task_folder=task.folder, kernels=kernels, banned=task.spec.banned, env=environment,
+        config = JudgeConfig(task_folder=task.folder, kernels=kernels, banned=task.spec.banned, env=environment,
                               guard_env=guard.env, log_dir=log_dir, start_timeout_s=options.worker_start_timeout_s,
                               sandbox=options.sandbox, threads=options.runner_threads)
         with Supervisor(config) as sup:

@@ -36,8 +36,8 @@ from quaere.records import Isolation, Scenario, ScenarioVerdict, Timing, TimingS
 STDERR_TAIL_BYTES = 3000
 
 
-class WorkerLost(RuntimeError):
-    """The worker did not answer: it died or ran out of time. ``verdict`` says which."""
+class JudgeLost(RuntimeError):
+    """The judge did not answer: it died or ran out of time. ``verdict`` says which."""
 
     def __init__(self, verdict: Verdict, detail: str) -> None:
         super().__init__(detail)
@@ -54,7 +54,7 @@ def describe_exit(returncode: int) -> str:
     return f"exited with status {returncode}"
 
 
-class WorkerProcess:
+class JudgeProcess:
     """One judge subprocess in its own session (so a timeout kills everything it started)."""
 
     def __init__(self, env: dict[str, str], stderr_path: Path) -> None:
@@ -72,7 +72,7 @@ class WorkerProcess:
             f.seek(max(0, os.path.getsize(self.stderr_path) - STDERR_TAIL_BYTES))
             return f.read().decode(errors="replace").strip()
 
-    def _lost(self) -> WorkerLost:
+    def _lost(self) -> JudgeLost:
         try:
             code = self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
@@ -81,10 +81,10 @@ class WorkerProcess:
         tail = self.stderr_tail()
         oom = "out of memory" in tail.lower() or code == -signal.SIGKILL
         detail = f"the judge {describe_exit(code)}" + (f"; stderr tail:\n{tail}" if tail else "")
-        return WorkerLost(Verdict.OUT_OF_MEMORY if oom else Verdict.HARNESS_ERROR, detail)
+        return JudgeLost(Verdict.OUT_OF_MEMORY if oom else Verdict.HARNESS_ERROR, detail)
 
     def request(self, message: dict, timeout_s: float) -> dict:
-        """Send one request and wait for its reply line; raise :class:`WorkerLost` otherwise."""
+        """Send one request and wait for its reply line; raise :class:`JudgeLost` otherwise."""
         try:
             assert self.proc.stdin is not None
             self.proc.stdin.write((json.dumps(message) + "\n").encode())
@@ -97,7 +97,7 @@ class WorkerProcess:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 self.kill()
-                raise WorkerLost(Verdict.HARNESS_ERROR, f"the judge gave no answer within {timeout_s:g} s; killed")
+                raise JudgeLost(Verdict.HARNESS_ERROR, f"the judge gave no answer within {timeout_s:g} s; killed")
             ready, _, _ = select.select([fd], [], [], remaining)
             if ready:
                 chunk = os.read(fd, 1 << 16)
@@ -109,7 +109,7 @@ class WorkerProcess:
             return json.loads(line)
         except json.JSONDecodeError:
             self.kill()
-            return {"ok": False, "error": f"unreadable reply from the worker: {line[:200]!r}"}
+            return {"ok": False, "error": f"unreadable reply from the judge: {line[:200]!r}"}
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -140,7 +140,7 @@ class WorkerProcess:
 
 
 @dataclass(frozen=True)
-class WorkerConfig:
+class JudgeConfig:
     """How to start the judge and, through it, its runners."""
 
     task_folder: Path
@@ -160,14 +160,14 @@ class WorkerConfig:
 
 
 class Supervisor:
-    """Runs requests on a worker, replacing it after every death; use as a context manager."""
+    """Runs requests on the judge, replacing it after every death; use as a context manager."""
 
-    def __init__(self, config: WorkerConfig) -> None:
+    def __init__(self, config: JudgeConfig) -> None:
         self.config = config
-        self._worker: WorkerProcess | None = None
+        self._judge: JudgeProcess | None = None
         self._started = 0
-        self._start_failure: WorkerLost | None = None
-        self.worker_deaths = 0
+        self._start_failure: JudgeLost | None = None
+        self.judge_deaths = 0
         self.clock_note = ""
         """What the judge's timer could not do (e.g. reset persisting L2 lines), '' when nothing."""
         self.isolation = Isolation(separate_process=False, notes=("no runner was started",))
@@ -180,33 +180,33 @@ class Supervisor:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._worker is not None:
-            self._worker.close()
-            self._worker = None
+        if self._judge is not None:
+            self._judge.close()
+            self._judge = None
 
-    def _ready_worker(self) -> WorkerProcess:
+    def _ready_judge(self) -> JudgeProcess:
         if self._start_failure is not None:
             raise self._start_failure
-        if self._worker is not None and self._worker.alive():
-            return self._worker
-        if self._worker is not None:
-            self._worker.close()
+        if self._judge is not None and self._judge.alive():
+            return self._judge
+        if self._judge is not None:
+            self._judge.close()
         self._started += 1
-        worker = WorkerProcess(self.config.env, self.config.log_dir / f"worker-{self._started}.stderr")
+        worker = JudgeProcess(self.config.env, self.config.log_dir / f"judge-{self._started}.stderr")
         config = self.config
         runner = RunnerOptions(log_dir=str(config.log_dir), base_env=config.env, guard_env=config.guard_env,
                                start_timeout_s=config.start_timeout_s, sandbox=config.sandbox, threads=config.threads)
         init = InitRequest(task=str(config.task_folder), kernels=config.kernels, banned=config.banned, runner=runner)
         try:
             reply = self._parse(worker.request(init.model_dump(mode="json"), config.start_timeout_s), INIT_REPLY)
-        except WorkerLost as lost:
-            self._start_failure = WorkerLost(lost.verdict, f"the judge did not start: {lost.detail}")
+        except JudgeLost as lost:
+            self._start_failure = JudgeLost(lost.verdict, f"the judge did not start: {lost.detail}")
             raise self._start_failure from None
         if isinstance(reply, Failure):
             worker.close()
-            self._start_failure = WorkerLost(Verdict.HARNESS_ERROR, f"the judge failed to start: {reply.error}")
+            self._start_failure = JudgeLost(Verdict.HARNESS_ERROR, f"the judge failed to start: {reply.error}")
             raise self._start_failure
-        self._worker = worker
+        self._judge = worker
         return worker
 
     @staticmethod
@@ -217,17 +217,17 @@ class Supervisor:
             return Failure(error=f"unreadable reply from the judge: {exc.errors()[0]['msg']}")
 
     def _send(self, message: BaseModel, adapter: TypeAdapter, timeout_s: float) -> Any:
-        worker = self._ready_worker()
+        worker = self._ready_judge()
         try:
             reply = self._parse(worker.request(message.model_dump(mode="json"), timeout_s), adapter)
-        except WorkerLost:
-            self.worker_deaths += 1
+        except JudgeLost:
+            self.judge_deaths += 1
             worker.close()
-            self._worker = None
+            self._judge = None
             raise
         if isinstance(reply, Failure):
             worker.close()  # after a harness error we start afresh
-            self._worker = None
+            self._judge = None
             return reply
         self.isolation = reply.isolation
         if getattr(reply, "trusted_objects", ()):
@@ -244,7 +244,7 @@ class Supervisor:
 
         try:
             reply = self._send(message, CHECK_REPLY, timeout_s + self.config.judge_slack_s)
-        except WorkerLost as lost:
+        except JudgeLost as lost:
             return verdict(lost.verdict, lost.detail)
         if isinstance(reply, Failure):
             return verdict(Verdict.OUT_OF_MEMORY if reply.out_of_memory else Verdict.HARNESS_ERROR,
@@ -258,7 +258,7 @@ class Supervisor:
         implementation, warm-up and repetitions)."""
         try:
             reply = self._send(message, TIME_REPLY, timeout_s + self.config.judge_slack_s)
-        except WorkerLost as lost:
+        except JudgeLost as lost:
             return [Timing(impl=i, status=TimingStatus.FAILED, detail=f"{lost.verdict.value}: {lost.detail}") for i in impls]
         if isinstance(reply, Failure):
             return [Timing(impl=i, status=TimingStatus.FAILED, detail=reply.error) for i in impls]
