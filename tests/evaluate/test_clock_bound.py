@@ -1,0 +1,77 @@
+"""The judge's bound on a runner's claimed times, and the buffer pool, as pure functions of their data."""
+
+from __future__ import annotations
+
+from quaere.evaluate.judge_time import NativeImpl, hidden_work, rep_seed
+from quaere.evaluate.shared import BufferPool
+from quaere.task.spec import TimingRule
+
+RULE = TimingRule(hidden_work_abs_ms=0.05, hidden_work_rel=0.05, drain_abs_ms=0.03)
+
+
+def impl(claims: list[float], overhead: float, drain: float = 0.005, tail: int = 0) -> NativeImpl:
+    """Calls of ``claims`` ms whose wall time is claim + ``overhead`` (the last ``tail`` calls 1 ms slower)."""
+    native = NativeImpl("candidate", ctx=None, runner=None)  # type: ignore[arg-type]
+    for index, claim in enumerate(claims):
+        slow = 1.0 if index >= len(claims) - tail else 0.0
+        native.claims_ms.append(claim)
+        native.walls_ms.append(claim + overhead + slow)
+        native.drains_ms.append(drain)
+    return native
+
+
+def test_an_honest_kernel_with_the_initial_kernels_overhead_passes() -> None:
+    reference = impl([0.34] * 40, overhead=0.60)
+    assert hidden_work(impl([0.14] * 40, overhead=0.61), reference, RULE) == ""
+
+
+def test_a_tail_of_slow_calls_is_not_hidden_work() -> None:
+    """Host scheduling only adds to some calls: the lower quartile ignores that tail."""
+    reference = impl([0.34] * 40, overhead=0.60)
+    assert hidden_work(impl([0.14] * 40, overhead=0.60, tail=15), reference, RULE) == ""
+
+
+def test_a_claim_of_half_the_time_is_caught_by_the_judges_clock() -> None:
+    reference = impl([0.34] * 40, overhead=0.60)
+    forged = impl([0.07] * 40, overhead=0.60 + 0.07)  # really 0.14 ms, claims 0.07
+    assert "forged" in hidden_work(forged, reference, RULE)
+
+
+def test_work_after_the_end_event_is_caught_by_the_drain() -> None:
+    reference = impl([0.34] * 40, overhead=0.60)
+    assert "stream the timing did not see" in hidden_work(impl([0.14] * 40, overhead=0.60, drain=0.07), reference, RULE)
+
+
+def test_the_slack_grows_with_long_calls() -> None:
+    """5% of a 4 ms call is 200 us: a 100 us difference in overhead there is noise, not a forgery."""
+    reference = impl([9.0] * 20, overhead=0.60)
+    assert hidden_work(impl([4.0] * 20, overhead=0.70), reference, RULE) == ""
+
+
+def test_every_repetition_gets_its_own_inputs() -> None:
+    seeds = {rep_seed(7, index) for index in range(10_000)}
+    assert len(seeds) == 10_000 and 7 not in seeds
+
+
+class _Buffer:
+    def __init__(self, name: str, nbytes: int) -> None:
+        self.id, self.nbytes, self.freed = name, nbytes, False
+
+    def free(self) -> None:
+        self.freed = True
+
+
+class _Allocator:
+    def allocate(self, name: str, nbytes: int) -> _Buffer:
+        return _Buffer(name, nbytes)
+
+
+def test_the_pool_keeps_a_buffer_until_a_scenario_needs_more_then_retires_it() -> None:
+    pool = BufferPool(_Allocator())  # type: ignore[arg-type]
+    first = pool.get("in-x", 100)
+    assert pool.get("in-x", 80) is first and pool.take_retired() == []
+    larger = pool.get("in-x", 120)
+    assert larger is not first and larger.nbytes == 150 and larger.id != first.id
+    assert pool.take_retired() == [first] and pool.take_retired() == []
+    pool.close()
+    assert larger.freed
