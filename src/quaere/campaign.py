@@ -27,8 +27,8 @@ from quaere.agents.display import CampaignView, Display, NullDisplay, TraceFollo
 from quaere.agents.session import Counters, Limits, SessionHooks
 from quaere.agents.state import CampaignState, CampaignStatus, StateError, load_state, save_state
 from quaere.goal import render_goal
-from quaere.hook_state import HookBudget, update_state
-from quaere.hooks import HookDeps, MomentDetector, current_goal
+from quaere.hooks.state import HookBudget, update_state
+from quaere.hooks.handlers import HookDeps, MomentDetector, current_goal
 from quaere.task import Task, load_task
 from quaere.task.loader import resolve_task_folder
 from quaere.trace import (
@@ -288,8 +288,8 @@ def hook_deps(
     """The hook handlers' dependencies for a campaign: the real ledger and task, ``source`` behind the
     queue of ``quaere ask``, the detectors with the campaign's settings, the campaign's block budget, and
     ``record_tool_events=False`` (the campaign traces tool calls itself)."""
-    from quaere.hook_install import Agent as HookDialect
-    from quaere.hook_wiring import build_deps
+    from quaere.hooks.dialect import HookDialect
+    from quaere.hooks.wiring import build_deps
     from quaere.questions.ask import context_of, load_task_spec
     from quaere.questions.bank import load_bank
     from quaere.questions.sources import BankSource

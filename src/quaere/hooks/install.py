@@ -1,21 +1,9 @@
-"""``quaere hooks install``: write the project-level hook settings of an agent, merged, and undo them.
+"""``quaere hooks install``: write an agent's hook settings, merged with what is there, and undo them.
 
-Formats, as read on 2026-11-30:
-
-* Claude Code: ``.claude/settings.json``, ``{"hooks": {"Stop": [{"matcher"?, "hooks": [{"type": "command",
-  "command", "timeout"}]}]}, "env": {...}}``. Verified against the bundled CLI (2.1.x) by the end-to-end
-  test. ``env.CLAUDE_CODE_STOP_HOOK_BLOCK_CAP`` is set to the block budget: without it Claude Code ends a
-  turn after 8 consecutive blocks, before quaere's own budget decides.
-* Codex: ``.codex/hooks.json``, the same event/group/handler nesting (source: openai/codex
-  ``codex-rs/config`` ``HooksFile``; the top level admits only ``hooks``; a handler's ``timeout`` is in
-  seconds). Not run against a real Codex here: no Codex binary is available. Codex asks a person to trust
-  new project hooks before they run, and versions before hooks became default need
-  ``[features] codex_hooks = true`` in ``.codex/config.toml``.
-* OpenHands: ``.openhands/hooks.json``, Claude Code's shape (PascalCase events under ``hooks``; source:
-  docs.openhands.dev "Hooks" and the SDK's ``HookConfig``, which rejects unknown event names). A Stop hook
-  blocks with exit code 2; the hook command is told ``--agent openhands`` so it answers that way, and its
-  payload keys (``event_type``, ``working_dir``, ``message``) are mapped to Claude Code's. Not run against a
-  real OpenHands here: whether it feeds ``additionalContext`` of PostToolUse back to the model is unconfirmed.
+Each dialect's files and events come from its :class:`~quaere.hooks.dialect.DialectSpec`. Settings go in
+the project (``Scope.PROJECT``), or in the user's home (``Scope.USER``) where the agent reads user-level
+hooks: there an agent that edits its workspace cannot remove them. User-level commands carry
+``--root <workspace>`` so that they stay silent in every other project.
 
 Our entries are recognised by their command (``... quaere hook <event> --agent <name>``), so a user's
 own entries are never touched. What install changed is recorded in ``.quaere/hooks.json`` and uninstall
@@ -29,37 +17,20 @@ import re
 import shlex
 import sys
 from dataclasses import dataclass
-from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from quaere.hook_state import HookBudget, HookState, InstallRecord, update_state
+from quaere.hooks.dialect import DialectSpec, Event, HookDialect, Scope, spec_of
+from quaere.hooks.state import HookBudget, HookState, InstallRecord, update_state
 
-BLOCK_CAP_ENV = "CLAUDE_CODE_STOP_HOOK_BLOCK_CAP"
 STOP_TIMEOUT_S = 600  # the Stop hook may re-time near misses through the evaluator
 OTHER_TIMEOUT_S = 120
-
-
-class Agent(str, Enum):
-    CLAUDE_CODE = "claude-code"
-    CODEX = "codex"
-    OPENHANDS = "openhands"
 
 
 class InstallError(ValueError):
     """A settings file cannot be merged (not JSON, or not of the expected shape); names file and field."""
 
 
-SETTINGS_PATHS = {
-    Agent.CLAUDE_CODE: Path(".claude/settings.json"),
-    Agent.CODEX: Path(".codex/hooks.json"),
-    Agent.OPENHANDS: Path(".openhands/hooks.json"),
-}
-# (event key in the settings file, our hook sub-command, matcher or None)
-_EVENTS = (("Stop", "stop", None), ("PostToolUse", "post-tool", "*"), ("UserPromptSubmit", "prompt", None))
-# Claude Code reports a tool that exited non-zero (``quaere eval`` on a failing candidate) as
-# PostToolUseFailure, not PostToolUse; Codex and OpenHands have no such event (OpenHands rejects unknown ones).
-_CLAUDE_ONLY_EVENTS = (("PostToolUseFailure", "post-tool", "*"),)
 _OURS = re.compile(r"(?:^|[\s/'\"])quaere['\"]?\s+hook\s+(?:stop|post-tool|prompt)(?:\s|$)")
 
 
@@ -74,21 +45,29 @@ def is_ours(handler: Any) -> bool:
     )
 
 
-def _our_groups(agent: Agent, launcher: str) -> dict[str, dict[str, Any]]:
+def hook_command(launcher: str, dialect: HookDialect, event: Event, root: Path | None = None) -> str:
+    """The command line of one of our hooks; ``root`` limits it to that workspace (user-level settings)."""
+    # The Stop hook re-times near misses before they count as missed (the goal's rule).
+    flags = " --retime" if event is Event.STOP else ""
+    if root is not None:
+        flags += f" --root {shlex.quote(str(root.resolve()))}"
+    return f"{launcher} hook {event.value} --agent {dialect.value}{flags}"
+
+
+def _our_groups(spec: DialectSpec, launcher: str, root: Path | None) -> dict[str, dict[str, Any]]:
     groups = {}
-    events = _EVENTS + (_CLAUDE_ONLY_EVENTS if agent is Agent.CLAUDE_CODE else ())
-    for event, sub, matcher in events:
-        timeout = STOP_TIMEOUT_S if sub == "stop" else OTHER_TIMEOUT_S
-        # The Stop hook re-times near misses before they count as missed (the goal's rule).
-        flags = " --retime" if sub == "stop" else ""
-        command = f"{launcher} hook {sub} --agent {agent.value}{flags}"
-        handler = {"type": "command", "command": command, "timeout": timeout}
-        group: dict[str, Any] = {"hooks": [handler]}
-        # Codex reads a matcher as a regex ("*" is invalid there) and ignores it on Stop/UserPromptSubmit.
-        if matcher is not None and agent is not Agent.CODEX:
-            group["matcher"] = matcher
-        groups[event] = group
+    for entry in spec.events:
+        timeout = STOP_TIMEOUT_S if entry.event is Event.STOP else OTHER_TIMEOUT_S
+        command = hook_command(launcher, spec.dialect, entry.event, root)
+        group: dict[str, Any] = {"hooks": [{"type": "command", "command": command, "timeout": timeout}]}
+        if entry.matcher is not None:
+            group["matcher"] = entry.matcher
+        groups[entry.key] = group
     return groups
+
+
+def record_key(dialect: HookDialect, scope: Scope) -> str:
+    return dialect.value if scope is Scope.PROJECT else f"{dialect.value}:{scope.value}"
 
 
 def _load(path: Path) -> tuple[dict[str, Any], str | None]:
@@ -144,63 +123,100 @@ class InstallResult:
     notes: tuple[str, ...]
 
 
-def install_hooks(root: Path, agent: Agent, budget: HookBudget, launcher: str | None = None) -> InstallResult:
-    """Merge our three hooks into ``agent``'s project settings under ``root``; idempotent.
+@dataclass(frozen=True)
+class Target:
+    """Where install writes: the workspace (its budget and record) and the settings' scope."""
 
-    The budget goes to ``.quaere/hooks.json``; for Claude Code the block cap env var follows it.
+    root: Path
+    dialect: HookDialect
+    scope: Scope = Scope.PROJECT
+    home: Path = Path("~")  # the user's home folder, for Scope.USER (the CLI passes Path.home())
+
+    @property
+    def spec(self) -> DialectSpec:
+        return spec_of(self.dialect)
+
+    @property
+    def settings(self) -> Path:
+        try:
+            return self.spec.settings_path(self.root, self.scope, self.home.expanduser())
+        except ValueError as exc:
+            raise InstallError(str(exc)) from None
+
+
+def install_hooks(target: Target, budget: HookBudget, launcher: str | None = None) -> InstallResult:
+    """Merge our hooks into the target's settings; idempotent.
+
+    The budget goes to ``.quaere/hooks.json``; where the dialect has a block-cap env key it follows it.
     """
-    path = root / SETTINGS_PATHS[agent]
+    spec, path = target.spec, target.settings
     data, original = _load(path)
     table = _hooks_table(data, path)
     _strip_ours(table)
-    for event, group in _our_groups(agent, launcher or default_launcher()).items():
+    only_root = target.root if target.scope is Scope.USER else None
+    for event, group in _our_groups(spec, launcher or default_launcher(), only_root).items():
         table.setdefault(event, []).append(group)
     env_before: dict[str, str | None] = {}
-    if agent is Agent.CLAUDE_CODE:
+    if spec.block_cap_env is not None:
         env = data.setdefault("env", {})
         if not isinstance(env, dict):
             raise InstallError(f"{path}: field 'env' must be an object of strings")
-        env_before[BLOCK_CAP_ENV] = env.get(BLOCK_CAP_ENV)
-        env[BLOCK_CAP_ENV] = str(budget.max_blocks)
-    created = [str(d) for d in (path.parent,) if not d.exists()]
+        env_before[spec.block_cap_env] = env.get(spec.block_cap_env)
+        env[spec.block_cap_env] = str(budget.max_blocks)
+    extra = _extra_edit(spec, path)
     text = _dump(data)
-    changed = text != original
+    changed = text != original or extra is not None
 
     def record(state: HookState) -> None:
         state.budget = budget
-        previous = state.installs.get(agent.value)
-        if previous is None:  # the first install is the one to undo to
-            state.installs[agent.value] = InstallRecord(
-                settings_path=str(path), original_text=original, env_before=env_before, created_dirs=created
+        key = record_key(target.dialect, target.scope)
+        if key not in state.installs:  # the first install is the one to undo to
+            state.installs[key] = InstallRecord(
+                settings_path=str(path),
+                original_text=original,
+                env_before=env_before,
+                created_dirs=[str(path.parent)] if not path.parent.exists() else [],
+                extra_path=str(extra[0]) if extra else None,
+                extra_original=extra[1] if extra else None,
+                extra_written=extra[2] if extra else None,
             )
 
-    update_state(root / ".quaere", record)
-    if changed:
+    update_state(target.root / ".quaere", record)
+    if text != original:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
-    notes = []
-    if agent is Agent.CODEX:
-        notes.append(
-            "Codex asks you to review and trust new project hooks (/hooks) before they run; Codex "
-            "versions where hooks are not on by default need [features] codex_hooks = true in .codex/config.toml."
-        )
-    if agent is Agent.OPENHANDS:
-        notes.append("OpenHands: format from its documentation, not run here against a real OpenHands.")
-    return InstallResult(settings_path=path, changed=changed, notes=tuple(notes))
+    if extra is not None:
+        extra[0].write_text(extra[2])
+    return InstallResult(settings_path=path, changed=changed, notes=spec.notes(target.root, target.scope))
 
 
-def uninstall_hooks(root: Path, agent: Agent) -> InstallResult:
-    """Remove our entries (and restore the env values install replaced); the original bytes when possible."""
-    path = root / SETTINGS_PATHS[agent]
+def _extra_edit(spec: DialectSpec, settings: Path) -> tuple[Path, str | None, str] | None:
+    """(path, text before, text to write) of the dialect's second file, or None when it needs no change."""
+    if spec.extra_file is None or spec.extra_edit is None:
+        return None
+    path = settings.parent / spec.extra_file
+    before = path.read_text() if path.exists() else None
+    try:
+        after = spec.extra_edit(before)
+    except ValueError as exc:
+        raise InstallError(f"{path}: {exc}; fix or move it, quaere will not overwrite it") from None
+    return None if after is None else (path, before, after)
+
+
+def uninstall_hooks(target: Target) -> InstallResult:
+    """Remove our entries (and restore what install replaced); the original bytes when possible."""
+    path = target.settings
     taken: list[InstallRecord] = []
 
     def forget(state: HookState) -> None:
-        record = state.installs.pop(agent.value, None)
+        record = state.installs.pop(record_key(target.dialect, target.scope), None)
         if record is not None:
             taken.append(record)
 
-    update_state(root / ".quaere", forget)
+    update_state(target.root / ".quaere", forget)
     record = taken[0] if taken else None
+    if record is not None:
+        _undo_extra(record)
     data, current = _load(path)
     if current is None:
         return InstallResult(settings_path=path, changed=False, notes=("nothing to remove: no settings file",))
@@ -209,17 +225,35 @@ def uninstall_hooks(root: Path, agent: Agent) -> InstallResult:
     if not table:
         del data["hooks"]
     if record is not None:
-        env = data.get("env")
-        for key, value in record.env_before.items():
-            if isinstance(env, dict):
-                if value is None:
-                    env.pop(key, None)
-                else:
-                    env[key] = value
-        if isinstance(env, dict) and not env and "env" not in _load_original(record):
-            del data["env"]
+        _restore_env(data, record)
     changed = _finish_uninstall(path, data, current, record)
     return InstallResult(settings_path=path, changed=changed, notes=())
+
+
+def _restore_env(data: dict[str, Any], record: InstallRecord) -> None:
+    env = data.get("env")
+    if not isinstance(env, dict):
+        return
+    for key, value in record.env_before.items():
+        if value is None:
+            env.pop(key, None)
+        else:
+            env[key] = value
+    if not env and "env" not in _load_original(record):
+        del data["env"]
+
+
+def _undo_extra(record: InstallRecord) -> None:
+    """Put the second file back as it was, unless someone changed it after install (then leave it)."""
+    if record.extra_path is None:
+        return
+    path = Path(record.extra_path)
+    if not path.exists() or path.read_text() != record.extra_written:
+        return
+    if record.extra_original is None:
+        path.unlink()
+    else:
+        path.write_text(record.extra_original)
 
 
 def _load_original(record: InstallRecord) -> dict[str, Any]:
