@@ -59,6 +59,7 @@ class CampaignResult:
     wall_s: float
     cost_usd: float
     workspace: Path
+    detail: str = ""  # when reason is error: why the last session failed (its first line for the terminal)
 
 
 def opening_message(task: Task, workspace: Workspace, session: int, goal_text: str) -> str:
@@ -164,9 +165,9 @@ class _Run:
                 return self.finish(spent)
             outcome = self.one_session(render_goal(status, time.time()))
             errors = errors + 1 if outcome.reason is EndReason.ERROR else 0
-            if errors >= MAX_ERRORS_IN_A_ROW:
+            if errors >= MAX_ERRORS_IN_A_ROW or (errors and not outcome.started):
                 self.save()
-                return self.result("error")
+                return self.result("error", outcome.detail)
 
     def one_session(self, goal_text: str) -> SessionOutcome:
         session_id = f"quaere-{self.state.campaign_id}-{self.state.sessions_started + 1}"
@@ -221,7 +222,7 @@ class _Run:
         self.changed()
         return self.result(reason)
 
-    def result(self, reason: str) -> CampaignResult:
+    def result(self, reason: str, detail: str = "") -> CampaignResult:
         return CampaignResult(
             reason,
             self.state.sessions_started,
@@ -229,6 +230,7 @@ class _Run:
             self.wall_s(),
             self.counters.cost_usd,
             self.ws.root,
+            detail,
         )
 
 

@@ -80,7 +80,7 @@ def make_agent(config: CampaignConfig) -> Agent:
     if config.agent == "claude":
         from quaere.agents.claude import ClaudeAgent
 
-        return ClaudeAgent(config.claude, config.secret_values())
+        return ClaudeAgent(config.claude, config.secret_values(), max_blocks=config.budgets.max_blocks)
     if config.agent == "openai":
         from quaere.agents.openai_loop import OpenAIAgent
 

@@ -86,6 +86,8 @@ def run(
             f"quaere run: interrupted; carry on with `quaere run --resume --workspace {workspace or '.'}`", err=True
         )
         raise typer.Exit(130) from None
+    if result.reason == "error" and result.detail:
+        typer.echo(f"quaere run: the agent failed: {result.detail.splitlines()[0]}", err=True)
     typer.echo(
         f"campaign ended: {result.reason} after {result.sessions} sessions, {result.tool_calls} tool calls, "
         f"{result.wall_s / 60:.1f} min"
