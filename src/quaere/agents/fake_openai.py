@@ -35,6 +35,11 @@ class Reply:
     def bash(cls, command: str, content: str | None = None) -> Reply:
         return cls(content=content, tool_calls=(("bash", {"command": command}),))
 
+    @classmethod
+    def call(cls, name: str, arguments: dict[str, Any], content: str | None = None) -> Reply:
+        """A call of any function tool (Codex's shell is ``exec_command`` with ``{"cmd": ...}``)."""
+        return cls(content=content, tool_calls=((name, arguments),))
+
 
 ReplySource = Reply | Callable[[dict[str, Any]], Reply]
 
