@@ -191,5 +191,7 @@ def last_user_text(body: dict[str, Any]) -> str:
     for message in reversed(body.get("messages", [])):
         if message.get("role") in ("user", "tool"):
             content = message.get("content")
+            if isinstance(content, list):  # content parts, as some clients (litellm) send them
+                return "\n".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
             return content if isinstance(content, str) else json.dumps(content)
     return ""
