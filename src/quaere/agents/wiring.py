@@ -85,6 +85,12 @@ def make_agent(config: CampaignConfig) -> Agent:
         from quaere.agents.openai_loop import OpenAIAgent
 
         return OpenAIAgent(config.openai, config.secret_values())
+    if config.agent == "mini":
+        try:
+            from quaere.agents.mini import MiniAgent
+        except ImportError as exc:
+            raise WiringError(f"--agent mini needs mini-swe-agent in this Python ({exc}): pip install mini-swe-agent") from None
+        return MiniAgent(config.mini, config.secret_values())
     from quaere.agents.scripted import ScriptedAgent, ScriptError, load_script
 
     if config.script is None:
