@@ -13,7 +13,8 @@ import pytest
 from quaere.agents.fake_openai import Reply, ScriptedOpenAIServer, last_user_text
 from quaere.campaign import CampaignResult
 
-from .story import assert_story_told, story
+from .story import assert_story_told
+from .test_openai_campaign import replies as openai_replies
 
 DEFAULT_VENV = Path.home() / ".cache" / "quaere" / "mini-venv" / "bin" / "python"
 MINI_PYTHON = Path(os.environ.get("QUAERE_MINI_PYTHON") or DEFAULT_VENV)
@@ -31,16 +32,8 @@ pytestmark = [
 
 
 def replies() -> list[Reply]:
-    """The story as mini-swe-agent's bash calls; a stop is its submit command, a 'say' the text of the next."""
-    out: list[Reply] = []
-    said = None
-    for step in story():
-        if step.kind == "say":
-            said = step.text
-        else:
-            out.append(Reply.bash(step.text if step.kind == "bash" else SUBMIT, content=said or step.text))
-            said = None
-    return out
+    """The story as the openai backend's replies, each stop made mini-swe-agent's submit command."""
+    return [r if r.tool_calls else Reply.bash(SUBMIT, content=r.content) for r in openai_replies()]
 
 
 def test_mini_campaign_reaches_the_goal_through_all_five_moments(tmp_path: Path) -> None:

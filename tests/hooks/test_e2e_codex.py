@@ -1,4 +1,5 @@
-"""End to end with the real Codex CLI (``@openai/codex`` from npm) against a scripted Responses API server.
+"""End to end with the real Codex CLI (``@openai/codex`` from npm) against a scripted Responses API server
+(``ScriptedOpenAIServer``'s ``/v1/responses`` route).
 
 A workspace of the CPU task with ``quaere hooks install --agent codex`` done; Codex runs with the trust
 flags that install prints (``--trust --dangerously-bypass-hook-trust``). The scripted model evaluates a
@@ -19,16 +20,14 @@ from pathlib import Path
 
 import pytest
 
-from quaere.agents.fake_openai import Reply
-from quaere.agents.fake_responses import ScriptedResponsesServer, input_texts, last_user_text
+from quaere.agents.fake_openai import Reply, ScriptedOpenAIServer
+from quaere.agents.fake_responses import input_texts, last_user_text
 from quaere.evaluate.ledger import read_ledger
-from quaere.questions.queue import enqueue
-from quaere.questions.sources import ChosenQuestion
 from quaere.records import Moment
 from quaere.trace import QuestionAsked, StopDecision, read_trace
 from quaere.workspace import create_workspace
 
-from .test_e2e_claude_code import BROKEN_KERNEL, HUMAN_QUESTION, _quaere, _task_copy
+from .test_e2e_claude_code import BROKEN_KERNEL, DONE, HUMAN_QUESTION, _quaere, _task_copy, fix_story
 
 pytestmark = [
     pytest.mark.slow,
@@ -53,7 +52,7 @@ def workspace(tmp_path):
     return ws
 
 
-def _run_codex(server: ScriptedResponsesServer, ws, home: Path, flags: tuple[str, ...]) -> subprocess.CompletedProcess:
+def _run_codex(server: ScriptedOpenAIServer, ws, home: Path, flags: tuple[str, ...]) -> subprocess.CompletedProcess:
     (home / ".codex").mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, HOME=str(home), CODEX_HOME=str(home / ".codex"), OPENAI_API_KEY="test")
     provider = {
@@ -80,30 +79,9 @@ def _exec(command: str, text: str) -> Reply:
 
 def test_codex_stop_blocks_with_failures_and_question_then_lets_the_met_goal_stop(workspace, tmp_path):
     ws = workspace
-    evaluate = f"{sys.executable} -m quaere eval"
     seen: dict[str, dict] = {}
-
-    def explain_away(body: dict) -> Reply:
-        seen["after_eval"] = body
-        return _exec("ls", "The non-finite outputs are only rounding noise in the reference.")
-
-    def claim_done(body: dict) -> Reply:
-        seen["after_explanation"] = body
-        enqueue(ws, ChosenQuestion(moment=Moment.CLAIMED_LIMIT, source="human", text=HUMAN_QUESTION))
-        return Reply.text("The kernel is optimal. Done.")
-
-    def after_block(body: dict) -> Reply:
-        seen["after_block"] = body
-        return _exec(f"cp {tmp_path / 'good.cpp'} {ws.candidate} && {evaluate}", "I will fix the overflow.")
-
-    script = [
-        _exec(evaluate, "Let me evaluate the current kernel."),
-        explain_away,
-        claim_done,
-        after_block,
-        Reply.text("Fixed the overflow and evaluated it; done."),
-    ]
-    with ScriptedResponsesServer(script) as server:
+    script = fix_story(ws, tmp_path / "good.cpp", _exec, Reply.text, seen)
+    with ScriptedOpenAIServer(script) as server:
         run = _run_codex(server, ws, tmp_path / "home", TRUST)
         requests = server.requests
     assert run.returncode == 0, run.stderr[-2000:]
@@ -129,11 +107,11 @@ def test_codex_stop_blocks_with_failures_and_question_then_lets_the_met_goal_sto
     assert [e.correct for e in read_ledger(ws.ledger).evaluations] == [False, True]
     messages = [json.loads(line) for line in run.stdout.splitlines() if line.startswith("{")]
     said = [m["item"]["text"] for m in messages if m.get("item", {}).get("type") == "agent_message"]
-    assert said[-1] == "Fixed the overflow and evaluated it; done."
+    assert said[-1] == DONE
 
 
 def test_codex_runs_no_hook_without_the_trust_step(workspace, tmp_path):
-    with ScriptedResponsesServer([Reply.text("Done.")]) as server:
+    with ScriptedOpenAIServer([Reply.text("Done.")]) as server:
         run = _run_codex(server, workspace, tmp_path / "home", ())
         requests = server.requests
     assert run.returncode == 0, run.stderr[-2000:]

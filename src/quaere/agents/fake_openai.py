@@ -1,9 +1,10 @@
-"""A scripted stand-in for an OpenAI-compatible chat-completions endpoint, on 127.0.0.1.
+"""A scripted stand-in for an OpenAI-compatible endpoint, on 127.0.0.1.
 
 It plays a script of assistant replies (text, ``bash``-style tool calls) to any client whose base URL
 points at it, as one JSON ``chat.completion`` or, when the request asks ``stream: true``, as
 ``chat.completion.chunk`` Server-Sent Events ending in ``data: [DONE]`` — the two shapes vLLM, ollama and
-hosted endpoints serve. Every request is recorded so a test can check what the client sent next (a Stop
+hosted endpoints serve. ``POST /v1/responses`` plays the same script in the Responses API's shape
+(:mod:`quaere.agents.fake_responses`), the only one Codex speaks. Every request is recorded so a test can check what the client sent next (a Stop
 hook's reason, a question after a tool result). A reply may be a function of the request.
 """
 
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
+from quaere.agents.fake_responses import response_payload, sse_lines
 from quaere.agents.local_server import LocalServer
 
 
@@ -47,7 +49,7 @@ ReplySource = Reply | Callable[[dict[str, Any]], Reply]
 @dataclass
 class _State:
     script: list[ReplySource]
-    fallback: Reply
+    fallback: ReplySource
     requests: list[dict[str, Any]] = field(default_factory=list)
     position: int = 0
     ids: int = 0
@@ -140,12 +142,16 @@ class _Handler(BaseHTTPRequestHandler):
         except json.JSONDecodeError:
             self._send_json(400, {"error": {"message": "body is not JSON", "type": "invalid_request_error"}})
             return
-        if not self.path.split("?")[0].rstrip("/").endswith("/chat/completions") or not isinstance(body, dict):
+        route = self.path.split("?")[0].rstrip("/")
+        if not route.endswith(("/chat/completions", "/responses")) or not isinstance(body, dict):
             self._send_json(404, {"error": {"message": f"no route POST {self.path}", "type": "not_found"}})
             return
         with self.state.lock:
             self.state.requests.append(body)
         reply, number = self.state.next_reply(body)
+        if route.endswith("/responses"):
+            self._respond(response_payload(reply, number, str(body.get("model", self.model)), body), body)
+            return
         completion = _completion(reply, number, str(body.get("model", self.model)))
         if not body.get("stream"):
             self._send_json(200, completion)
@@ -159,15 +165,26 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(b"data: [DONE]\n\n")
         self.wfile.flush()
 
+    def _respond(self, response: dict[str, Any], body: dict[str, Any]) -> None:
+        if not body.get("stream"):
+            self._send_json(200, response)
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.end_headers()
+        self.wfile.write(sse_lines(response))
+        self.wfile.flush()
+
 
 class ScriptedOpenAIServer(LocalServer):
     """Serves ``script`` on 127.0.0.1; ``base_url`` ends in ``/v1`` as the ``openai`` client expects.
 
-    ``requests`` holds every chat-completions body received, in order; when the script runs out,
+    ``requests`` holds every chat-completions and responses body received, in order; when the script runs out,
     ``fallback`` is played (by default a plain answer without a tool call: a stop attempt).
     """
 
-    def __init__(self, script: Sequence[ReplySource], *, fallback: Reply | None = None) -> None:
+    def __init__(self, script: Sequence[ReplySource], *, fallback: ReplySource | None = None) -> None:
         self._state = _State(script=list(script), fallback=fallback or Reply.text("(script exhausted)"))
         super().__init__(type("_BoundHandler", (_Handler,), {"state": self._state}), "fake-openai")
 
