@@ -112,6 +112,10 @@ def _chunks(completion: dict[str, Any]) -> list[dict[str, Any]]:
     return chunks
 
 
+def _sse_chunks(completion: dict[str, Any]) -> bytes:
+    return b"".join(f"data: {json.dumps(c)}\n\n".encode() for c in _chunks(completion)) + b"data: [DONE]\n\n"
+
+
 class _Handler(BaseHTTPRequestHandler):
     state: _State
     model = "fake-model"
@@ -149,31 +153,24 @@ class _Handler(BaseHTTPRequestHandler):
         with self.state.lock:
             self.state.requests.append(body)
         reply, number = self.state.next_reply(body)
+        model = str(body.get("model", self.model))
         if route.endswith("/responses"):
-            self._respond(response_payload(reply, number, str(body.get("model", self.model)), body), body)
-            return
-        completion = _completion(reply, number, str(body.get("model", self.model)))
-        if not body.get("stream"):
-            self._send_json(200, completion)
-            return
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Cache-Control", "no-cache")
-        self.end_headers()
-        for chunk in _chunks(completion):
-            self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
-        self.wfile.write(b"data: [DONE]\n\n")
-        self.wfile.flush()
+            response = response_payload(reply, number, model, body)
+            self._respond(body, response, lambda: sse_lines(response))
+        else:
+            completion = _completion(reply, number, model)
+            self._respond(body, completion, lambda: _sse_chunks(completion))
 
-    def _respond(self, response: dict[str, Any], body: dict[str, Any]) -> None:
+    def _respond(self, body: dict[str, Any], payload: dict[str, Any], stream: Callable[[], bytes]) -> None:
+        """One JSON answer, or its Server-Sent Events when the request asked ``stream: true``."""
         if not body.get("stream"):
-            self._send_json(200, response)
+            self._send_json(200, payload)
             return
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
         self.end_headers()
-        self.wfile.write(sse_lines(response))
+        self.wfile.write(stream())
         self.wfile.flush()
 
 
