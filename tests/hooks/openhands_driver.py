@@ -10,13 +10,13 @@ import sys
 from openhands.sdk import LLM, Agent, Tool
 from openhands.tools.terminal import TerminalTool
 
-from quaere.agents.openhands_sdk import QuestionRelay, quaere_conversation
+from quaere.agents.openhands_sdk import QuestionRelay, quaere_conversation, trace_words
 
 
 def main(workspace: str, base_url: str, prompt: str) -> None:
     llm = LLM(model="openai/fake-model", base_url=base_url, api_key="test", usage_id="agent", num_retries=0)
     agent = Agent(llm=llm, tools=[Tool(name=TerminalTool.name)])
-    relay = QuestionRelay()
+    relay = QuestionRelay(trace_words(workspace))
     conversation = quaere_conversation(agent, workspace, relay=relay, visualizer=None)
     conversation.send_message(prompt)
     conversation.run()

@@ -3,10 +3,11 @@ a scripted chat-completions server.
 
 ``quaere hooks install --agent openhands`` writes ``.openhands/hooks.json``; the conversation is built by
 :func:`quaere.agents.openhands_sdk.quaere_conversation` (run by ``openhands_driver.py`` in the OpenHands
-environment), which loads those settings and relays post-tool questions. The scripted model evaluates the
-initial kernel, breaks it, claims it is done (blocked: the failing scenarios and a question reach its next
-request), copies in a kernel about 8x faster (a suspicious gain: the post-tool question reaches its next
-request through the relay), and stops with the goal met.
+environment), which loads those settings, relays post-tool questions and traces the model's words. The
+scripted model evaluates the initial kernel, breaks it, explains the failure away (the explained-failure
+question reaches its next request through the relay), claims it is done (blocked: the failing scenarios
+and a question reach its next request), copies in a kernel about 8x faster (a suspicious gain: its
+question too), and stops with the goal met.
 """
 
 from __future__ import annotations
@@ -56,6 +57,13 @@ def test_openhands_stop_blocks_then_post_tool_question_reaches_the_model_then_go
     evaluate = f"{sys.executable} -m quaere eval"
     seen: dict[str, dict] = {}
 
+    def blame(body: dict) -> Reply:
+        return _terminal("ls", "The mismatch is only floating-point rounding noise; the check is too strict.")
+
+    def after_explanation(body: dict) -> Reply:
+        seen["after_explanation"] = body
+        return Reply.text("This is optimal. Done.")
+
     def after_block(body: dict) -> Reply:
         seen["after_block"] = body
         return _terminal(f"cp {KERNELS / 'fast.cpp'} kernel.cpp && {evaluate}", "A much faster kernel.")
@@ -67,7 +75,8 @@ def test_openhands_stop_blocks_then_post_tool_question_reaches_the_model_then_go
     script = [
         _terminal(evaluate, "Let me evaluate the current kernel."),
         _terminal(f"cp {KERNELS / 'wrong.cpp'} kernel.cpp && {evaluate}", "Trying a variant."),
-        Reply.text("This is optimal. Done."),
+        blame,
+        after_explanation,
         after_block,
         after_gain,
     ]
@@ -83,7 +92,7 @@ def test_openhands_stop_blocks_then_post_tool_question_reaches_the_model_then_go
         run = subprocess.run(command, env=env, capture_output=True, text=True, timeout=420)
         requests = server.requests
     assert run.returncode == 0, run.stderr[-3000:]
-    assert len(requests) == 5, f"expected 5 model turns, got {len(requests)}\n{run.stderr[-3000:]}"
+    assert len(requests) == 6, f"expected 6 model turns, got {len(requests)}\n{run.stderr[-3000:]}"
 
     events = read_trace(ws.trace).events
     questions = {q.moment: q for q in events if isinstance(q, QuestionAsked)}
@@ -95,9 +104,10 @@ def test_openhands_stop_blocks_then_post_tool_question_reaches_the_model_then_go
     assert "goal: UNMET" in feedback and "fail" in feedback.lower()
     assert f"Question: {questions[Moment.CLAIMED_LIMIT].text}" in feedback
 
-    gain = questions[Moment.SUSPICIOUS_GAIN]
+    explained, gain = questions[Moment.EXPLAINED_FAILURE], questions[Moment.SUSPICIOUS_GAIN]
     relayed = json.loads(run.stdout.strip().splitlines()[-1])
-    assert relayed == [f"Question: {gain.text}"]
+    assert relayed == [f"Question: {explained.text}", f"Question: {gain.text}"]
+    assert last_user_text(seen["after_explanation"]) == f"Question: {explained.text}"
     roles = [m["role"] for m in seen["after_gain"]["messages"]]
     assert roles[-2:] == ["tool", "user"]  # the question comes right after the tool's result
     assert last_user_text(seen["after_gain"]) == f"Question: {gain.text}"
