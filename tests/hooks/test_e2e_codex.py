@@ -74,7 +74,9 @@ def _run_codex(server: ScriptedOpenAIServer, ws, home: Path, flags: tuple[str, .
 
 
 def _exec(command: str, text: str) -> Reply:
-    return Reply.call("exec_command", {"cmd": command}, text)
+    # exec_command returns after yield_time_ms (10 s unless asked, 30 s at most) even if the command runs
+    # on; a loaded machine can take longer than 10 s to evaluate, and the story needs the result.
+    return Reply.call("exec_command", {"cmd": command, "yield_time_ms": 30000}, text)
 
 
 def test_codex_stop_blocks_with_failures_and_question_then_lets_the_met_goal_stop(workspace, tmp_path):
