@@ -27,8 +27,8 @@ from quaere.agents.display import CampaignView, Display, NullDisplay, TraceFollo
 from quaere.agents.session import Counters, Limits, SessionHooks
 from quaere.agents.state import CampaignState, CampaignStatus, StateError, load_state, save_state
 from quaere.goal import render_goal
-from quaere.hooks.state import HookBudget, update_state
 from quaere.hooks.handlers import HookDeps, MomentDetector, current_goal
+from quaere.hooks.state import HookBudget, update_state
 from quaere.task import Task, load_task
 from quaere.task.loader import resolve_task_folder
 from quaere.trace import (

@@ -55,6 +55,20 @@ def test_claude_refusing_root_ends_the_run_with_its_reason_on_the_terminal(tmp_p
     assert errors and "cannot be used with root" in errors[0].message
 
 
+@pytest.mark.skipif(_bundled_cli() is None, reason="the Claude Code CLI bundled with claude-agent-sdk is missing")
+def test_claude_with_a_rejected_key_ends_the_run_with_the_cli_reason(tmp_path: Path) -> None:
+    rejected = (401, "authentication_error", "invalid x-api-key")
+    with ScriptedAnthropicServer([], reject=rejected) as server:
+        # The CLI retries a rejected key for about 3 minutes before it gives up; the test needs no retry.
+        key = "sk-ant-wrong-0123456789"
+        env = _env(tmp_path / "home", ANTHROPIC_API_KEY=key, IS_SANDBOX="1", CLAUDE_CODE_MAX_RETRIES="0")
+        run = _run("--agent", "claude", "--base-url", server.base_url, "--workspace", "ws", cwd=tmp_path, env=env)
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert run.stderr.startswith("quaere run: the agent failed: Invalid API key")
+    assert "authentication_failed" in run.stderr.splitlines()[0]
+    assert "campaign ended: error after 1 sessions" in run.stdout
+
+
 def test_openai_endpoint_not_there_ends_the_run_with_its_reason(tmp_path: Path) -> None:
     env = _env(tmp_path / "home", OPENAI_API_KEY="test")
     url = "http://127.0.0.1:9/v1"  # the discard port: nothing listens

@@ -73,6 +73,7 @@ def test_quaere_run_agent_mini_refuses_the_unmet_stop_then_the_block_budget_lets
         requests = server.requests
     assert run.returncode == 0, run.stderr[-3000:]
     assert "campaign ended: blocks after 1 sessions" in run.stdout
-    decisions = [e for e in read_trace(tmp_path / "ws" / ".quaere" / "trace.jsonl").events if isinstance(e, StopDecision)]
+    events = read_trace(tmp_path / "ws" / ".quaere" / "trace.jsonl").events
+    decisions = [e for e in events if isinstance(e, StopDecision)]
     assert [(d.decision, d.goal_status) for d in decisions] == [("block", "no_evaluation"), ("allow", "budget_spent")]
     assert len(requests) == 2 and "Question:" in last_user_text(requests[1])

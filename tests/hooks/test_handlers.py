@@ -8,7 +8,6 @@ import pytest
 
 from quaere.evaluate.ledger import append_evaluation, read_ledger
 from quaere.hooks.dialect import HookDialect
-from quaere.hooks.state import HookBudget, read_state, update_state
 from quaere.hooks.handlers import (
     HookDeps,
     broken_answer,
@@ -16,6 +15,7 @@ from quaere.hooks.handlers import (
     handle_prompt,
     handle_stop,
 )
+from quaere.hooks.state import HookBudget, read_state, update_state
 from quaere.records import Moment, Verdict
 from quaere.trace import read_trace
 from quaere.workspace import content_hash, create_workspace

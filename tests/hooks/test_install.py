@@ -99,7 +99,9 @@ def test_user_block_cap_restored_on_uninstall(tmp_path):
     assert json.loads(settings.read_text()) == {"env": {BLOCK_CAP_ENV: "3"}}
 
 
-@pytest.mark.parametrize("agent,path", [(HookDialect.CODEX, ".codex/hooks.json"), (HookDialect.OPENHANDS, ".openhands/hooks.json")])
+@pytest.mark.parametrize(
+    "agent,path", [(HookDialect.CODEX, ".codex/hooks.json"), (HookDialect.OPENHANDS, ".openhands/hooks.json")]
+)
 def test_other_agents_files(tmp_path, agent, path):
     target = tmp_path / path
     target.parent.mkdir()

@@ -59,6 +59,7 @@ class _SessionTrace:
         self.tool_calls = 0
         self.last_stop: StopAnswer | None = None
         self.halt_reason = ""
+        self.api_error = ""  # what the CLI said when an API call failed ("" while none has)
 
     def call(self, call_id: str, tool: str, tool_input: Any) -> None:
         if call_id and call_id not in self.calls:
@@ -218,7 +219,11 @@ class ClaudeAgent:
         async with ClaudeSDKClient(options) as client:
             await client.query(opening)
             async for message in client.receive_response():
-                if isinstance(message, AssistantMessage) and message.parent_tool_use_id is None:
+                if isinstance(message, AssistantMessage) and message.error is not None:
+                    # The CLI's words about a failed API call (bad key, no credit), not the model's.
+                    said = " ".join(b.text for b in message.content if isinstance(b, TextBlock)).strip()
+                    state.api_error = f"{said or 'the API call failed'} ({message.error})"
+                elif isinstance(message, AssistantMessage) and message.parent_tool_use_id is None:
                     for block in message.content:
                         if isinstance(block, TextBlock) and block.text.strip():
                             state.text(block.text)
@@ -234,6 +239,9 @@ class ClaudeAgent:
 
     @staticmethod
     def _outcome(state: _SessionTrace, cost: float | None, subtype: str) -> SessionOutcome:
+        if state.api_error:
+            started = bool(state.texts or state.tool_calls)
+            return SessionOutcome(EndReason.ERROR, state.tool_calls, cost, state.api_error, started=started)
         if state.halt_reason:
             return SessionOutcome(EndReason.BUDGET, state.tool_calls, cost, state.halt_reason)
         if subtype == "error_max_budget_usd":

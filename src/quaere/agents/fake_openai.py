@@ -4,8 +4,9 @@ It plays a script of assistant replies (text, ``bash``-style tool calls) to any 
 points at it, as one JSON ``chat.completion`` or, when the request asks ``stream: true``, as
 ``chat.completion.chunk`` Server-Sent Events ending in ``data: [DONE]`` — the two shapes vLLM, ollama and
 hosted endpoints serve. ``POST /v1/responses`` plays the same script in the Responses API's shape
-(:mod:`quaere.agents.fake_responses`), the only one Codex speaks. Every request is recorded so a test can check what the client sent next (a Stop
-hook's reason, a question after a tool result). A reply may be a function of the request.
+(:mod:`quaere.agents.fake_responses`), the only one Codex speaks. Every request is recorded so a test can
+check what the client sent next (a Stop hook's reason, a question after a tool result). A reply may be a
+function of the request.
 """
 
 from __future__ import annotations

@@ -87,7 +87,8 @@ class QuaereMiniAgent(DefaultAgent):
                 raise LimitsExceeded(exit_message)
             if answer.context:
                 questions.append(answer.context)
-        observed = self.add_messages(*self.model.format_observation_messages(message, outputs, self.get_template_vars()))
+        results = self.model.format_observation_messages(message, outputs, self.get_template_vars())
+        observed = self.add_messages(*results)
         if questions:
             observed += self.add_messages(self.model.format_message(role="user", content="\n\n".join(questions)))
         return observed
@@ -129,7 +130,8 @@ class MiniAgent:
         model = LitellmModel(
             model_name=self.settings.model, model_kwargs=kwargs, cost_tracking="ignore_errors", **config["model"]
         )
-        env = LocalEnvironment(cwd=str(workspace), timeout=int(self.settings.command_timeout_s), **config["environment"])
+        timeout = int(self.settings.command_timeout_s)
+        env = LocalEnvironment(cwd=str(workspace), timeout=timeout, **config["environment"])
         agent_config = config["agent"] | {"step_limit": self.settings.max_steps, "cost_limit": 0.0}
         return QuaereMiniAgent(model, env, hooks=hooks, **agent_config)
 

@@ -89,7 +89,8 @@ def make_agent(config: CampaignConfig) -> Agent:
         try:
             from quaere.agents.mini import MiniAgent
         except ImportError as exc:
-            raise WiringError(f"--agent mini needs mini-swe-agent in this Python ({exc}): pip install mini-swe-agent") from None
+            hint = "pip install mini-swe-agent (docs/agents.md)"
+            raise WiringError(f"--agent mini needs mini-swe-agent in this Python ({exc}): {hint}") from None
         return MiniAgent(config.mini, config.secret_values())
     from quaere.agents.scripted import ScriptedAgent, ScriptError, load_script
 

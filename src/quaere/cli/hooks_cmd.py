@@ -40,8 +40,8 @@ def goal(
 ) -> None:
     """Print met / unmet / stale with every failing scenario and its numbers; exit 0 only when met."""
     from quaere.goal import render_goal
-    from quaere.hooks.wiring import build_deps
     from quaere.hooks.handlers import current_goal
+    from quaere.hooks.wiring import build_deps
 
     try:
         deps = build_deps(open_workspace(path), HookDialect.CLAUDE_CODE, retime=retime)

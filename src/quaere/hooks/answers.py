@@ -69,7 +69,9 @@ def context_answer(agent: HookDialect, event: str, text: str) -> HookAnswer:
     return HookAnswer(output)
 
 
-def broken_answer(event: str, message: str, agent: HookDialect, state_dir: Path | None, session_id: str = "") -> HookAnswer:
+def broken_answer(
+    event: str, message: str, agent: HookDialect, state_dir: Path | None, session_id: str = ""
+) -> HookAnswer:
     """The safe answer when the hook cannot judge (bad input, no workspace, unreadable state).
 
     Stop: block with the explanation, counted against the block budget (the workspace's, else a small one

@@ -65,7 +65,9 @@ class HookState(BaseModel):
     ledger_lines_seen: int = 0
     transcript_lines: dict[str, int] = Field(default_factory=dict, description="Lines of each transcript read.")
     asked_moments: list[str] = Field(default_factory=list, description="'<moment>@<ledger line>' already answered.")
-    installs: dict[str, InstallRecord] = Field(default_factory=dict, description="By dialect name, ':user' added for user-level settings.")
+    installs: dict[str, InstallRecord] = Field(
+        default_factory=dict, description="By dialect name, ':user' added for user-level settings."
+    )
 
     def budget_spent(self, now: float) -> tuple[str, float, float] | None:
         """(budget name, limit, used) of the first spent budget, or None."""
