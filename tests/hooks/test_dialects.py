@@ -91,6 +91,15 @@ def test_user_scope_writes_in_home_limited_to_the_workspace(tmp_path, dialect):
     assert not result.settings_path.exists()
 
 
+@pytest.mark.parametrize(
+    "dialect,variable", [(HookDialect.CODEX, "CODEX_HOME"), (HookDialect.OPENHANDS, "OH_PERSISTENCE_DIR")]
+)
+def test_user_scope_follows_the_agents_folder_variable(tmp_path, dialect, variable):
+    (tmp_path / "ws" / ".quaere").mkdir(parents=True)
+    target = Target(tmp_path / "ws", dialect, Scope.USER, tmp_path / "home", {variable: str(tmp_path / "elsewhere")})
+    assert target.settings == tmp_path / "elsewhere" / "hooks.json"
+
+
 def test_a_user_level_hook_stays_silent_outside_its_workspace(tmp_path):
     payload = json.dumps({"hook_event_name": "Stop", "cwd": str(tmp_path / "elsewhere"), "session_id": "s"})
     (tmp_path / "elsewhere").mkdir()

@@ -174,7 +174,7 @@ def hooks_install(
             root = open_workspace(Path.cwd()).root
         except WorkspaceError:
             root = Path.cwd()
-    target = Target(root=root, dialect=agent, scope=scope, home=Path.home())
+    target = Target(root=root, dialect=agent, scope=scope, home=Path.home(), env=dict(os.environ))
     try:
         if uninstall:
             result = uninstall_hooks(target)

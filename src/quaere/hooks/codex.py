@@ -93,6 +93,7 @@ SPEC = DialectSpec(
     ),
     transcript_text=transcript_text,
     notes=notes,
+    user_dir_env="CODEX_HOME",
     extra_file="config.toml",
     extra_edit=with_hooks_feature,
 )

@@ -11,7 +11,7 @@ Adding an agent is adding a module and a value here.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -67,17 +67,21 @@ class DialectSpec:
     """The model's words on one parsed transcript line ("" when the line holds none)."""
     notes: Callable[[Path, Scope], tuple[str, ...]] = field(default=lambda root, scope: ())
     """What install tells the user: steps the agent needs that quaere cannot take (trust, loading)."""
+    user_dir_env: str | None = None  # a variable that, when set, names the folder of the user-level file
     extra_file: str | None = None  # a second file beside the settings file that install edits
     extra_edit: Callable[[str | None], str | None] | None = None
     """The extra file's new text from its current text (None: absent), or None to leave it as it is;
     ValueError when it cannot be read."""
 
-    def settings_path(self, root: Path, scope: Scope, home: Path) -> Path:
-        if scope is Scope.USER:
-            if self.user_file is None:
-                raise ValueError(f"{self.dialect.value} reads no user-level hook settings; use --scope project")
-            return home / self.user_file
-        return root / self.project_file
+    def settings_path(self, root: Path, scope: Scope, home: Path, env: Mapping[str, str]) -> Path:
+        """The settings file: in the project, or the user's (``env``: the environment, for ``user_dir_env``)."""
+        if scope is Scope.PROJECT:
+            return root / self.project_file
+        if self.user_file is None:
+            raise ValueError(f"{self.dialect.value} reads no user-level hook settings; use --scope project")
+        if self.user_dir_env and env.get(self.user_dir_env):
+            return Path(env[self.user_dir_env]) / self.user_file.name
+        return home / self.user_file
 
 
 def spec_of(dialect: HookDialect) -> DialectSpec:

@@ -16,7 +16,8 @@ import json
 import re
 import shlex
 import sys
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -131,6 +132,7 @@ class Target:
     dialect: HookDialect
     scope: Scope = Scope.PROJECT
     home: Path = Path("~")  # the user's home folder, for Scope.USER (the CLI passes Path.home())
+    env: Mapping[str, str] = field(default_factory=dict)  # the environment, for a dialect's folder variable
 
     @property
     def spec(self) -> DialectSpec:
@@ -139,7 +141,7 @@ class Target:
     @property
     def settings(self) -> Path:
         try:
-            return self.spec.settings_path(self.root, self.scope, self.home.expanduser())
+            return self.spec.settings_path(self.root, self.scope, self.home.expanduser(), self.env)
         except ValueError as exc:
             raise InstallError(str(exc)) from None
 

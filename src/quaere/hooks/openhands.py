@@ -1,7 +1,7 @@
 """OpenHands' hook dialect (verified against ``openhands-sdk`` 1.58.2 under Python 3.12).
 
-Settings: ``.openhands/hooks.json`` in the project, else ``~/.openhands/hooks.json`` (the first that
-exists is read, so a project file shadows the user's). The SDK does not read them by itself: the caller
+Settings: ``.openhands/hooks.json`` in the project, else ``~/.openhands/hooks.json`` (or
+``$OH_PERSISTENCE_DIR/hooks.json``; the first that exists is read, so a project file shadows the user's). The SDK does not read them by itself: the caller
 passes ``hook_config=HookConfig.load(working_dir=...)`` to its Conversation
 (:mod:`quaere.agents.openhands_sdk` does, and relays post-tool questions). Claude Code's shape; unknown
 event names are rejected. A Stop is blocked by exit code 2 (and ``"decision": "deny"``); context is read
@@ -38,6 +38,7 @@ SPEC = DialectSpec(
         EventEntry("PostToolUse", Event.POST_TOOL, "*"),
         EventEntry("UserPromptSubmit", Event.PROMPT),
     ),
+    user_dir_env="OH_PERSISTENCE_DIR",
     block_exit_code=2,
     block_decision="deny",
     top_level_context=True,
