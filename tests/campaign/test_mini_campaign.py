@@ -12,6 +12,8 @@ import pytest
 
 from quaere.agents.fake_openai import Reply, ScriptedOpenAIServer, last_user_text
 from quaere.campaign import CampaignResult
+from quaere.records import Moment
+from quaere.trace import QuestionAsked, read_trace
 
 from .story import assert_story_told
 from .test_openai_campaign import replies as openai_replies
@@ -55,10 +57,14 @@ def test_mini_campaign_reaches_the_goal_through_all_five_moments(tmp_path: Path)
     refused = requests[5]["messages"][-1]  # the submit command's result: the Stop hook's refusal
     assert refused["role"] == "tool" and "goal: UNMET" in refused["content"] and "Question:" in refused["content"]
     assert "test-mini-key-0123" not in trace.read_text()
+    # every question asked, at each of the five moments, reached the model
+    sent = "\n".join(last_user_text({"messages": [m]}) for r in requests for m in r["messages"])
+    asked = [e for e in read_trace(trace).events if isinstance(e, QuestionAsked)]
+    assert {q.moment for q in asked} == set(Moment) and all(q.text in sent for q in asked)
 
 
 def test_quaere_run_agent_mini_refuses_the_unmet_stop_then_the_block_budget_lets_it_go(tmp_path: Path) -> None:
-    from quaere.trace import StopDecision, read_trace
+    from quaere.trace import StopDecision
 
     from .story import TASK
 

@@ -105,6 +105,8 @@ def test_codex_stop_blocks_with_failures_and_question_then_lets_the_met_goal_sto
     assert "nonfinite" in feedback and "r9-c100-s1-o100" in feedback  # a failing scenario, by id and verdict
     assert f"Question: {HUMAN_QUESTION}" in feedback
 
+    sent = "\n".join(text for r in requests for text in input_texts(r))
+    assert all(q.text in sent for q in questions)  # every question asked reached the model
     assert [e.correct for e in read_ledger(ws.ledger).evaluations] == [False, True]
     messages = [json.loads(line) for line in run.stdout.splitlines() if line.startswith("{")]
     said = [m["item"]["text"] for m in messages if m.get("item", {}).get("type") == "agent_message"]
