@@ -27,8 +27,8 @@ from quaere.agents.display import CampaignView, Display, NullDisplay, TraceFollo
 from quaere.agents.session import Counters, Limits, SessionHooks
 from quaere.agents.state import CampaignState, CampaignStatus, StateError, load_state, save_state
 from quaere.goal import render_goal
-from quaere.hook_state import HookBudget, update_state
-from quaere.hooks import HookDeps, MomentDetector, current_goal
+from quaere.hooks.handlers import HookDeps, MomentDetector, current_goal
+from quaere.hooks.state import HookBudget, update_state
 from quaere.task import Task, load_task
 from quaere.task.loader import resolve_task_folder
 from quaere.trace import (
@@ -59,6 +59,7 @@ class CampaignResult:
     wall_s: float
     cost_usd: float
     workspace: Path
+    detail: str = ""  # when reason is error: why the last session failed (its first line for the terminal)
 
 
 def opening_message(task: Task, workspace: Workspace, session: int, goal_text: str) -> str:
@@ -164,9 +165,9 @@ class _Run:
                 return self.finish(spent)
             outcome = self.one_session(render_goal(status, time.time()))
             errors = errors + 1 if outcome.reason is EndReason.ERROR else 0
-            if errors >= MAX_ERRORS_IN_A_ROW:
+            if errors >= MAX_ERRORS_IN_A_ROW or (errors and not outcome.started):
                 self.save()
-                return self.result("error")
+                return self.result("error", outcome.detail)
 
     def one_session(self, goal_text: str) -> SessionOutcome:
         session_id = f"quaere-{self.state.campaign_id}-{self.state.sessions_started + 1}"
@@ -221,7 +222,7 @@ class _Run:
         self.changed()
         return self.result(reason)
 
-    def result(self, reason: str) -> CampaignResult:
+    def result(self, reason: str, detail: str = "") -> CampaignResult:
         return CampaignResult(
             reason,
             self.state.sessions_started,
@@ -229,6 +230,7 @@ class _Run:
             self.wall_s(),
             self.counters.cost_usd,
             self.ws.root,
+            detail,
         )
 
 
@@ -288,8 +290,8 @@ def hook_deps(
     """The hook handlers' dependencies for a campaign: the real ledger and task, ``source`` behind the
     queue of ``quaere ask``, the detectors with the campaign's settings, the campaign's block budget, and
     ``record_tool_events=False`` (the campaign traces tool calls itself)."""
-    from quaere.hook_install import Agent as HookDialect
-    from quaere.hook_wiring import build_deps
+    from quaere.hooks.dialect import HookDialect
+    from quaere.hooks.wiring import build_deps
     from quaere.questions.ask import context_of, load_task_spec
     from quaere.questions.bank import load_bank
     from quaere.questions.sources import BankSource

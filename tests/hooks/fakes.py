@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from quaere.hooks import PickedQuestion
+from quaere.hooks.handlers import PickedQuestion
 from quaere.records import Moment
 
 

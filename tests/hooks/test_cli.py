@@ -10,7 +10,7 @@ import uuid
 import pytest
 
 from quaere.evaluate.ledger import append_evaluation
-from quaere.hook_state import HookBudget, update_state
+from quaere.hooks.state import HookBudget, update_state
 from quaere.records import Verdict
 from quaere.task.loader import load_task
 from quaere.trace import read_trace

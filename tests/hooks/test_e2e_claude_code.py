@@ -17,7 +17,9 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -46,6 +48,30 @@ extern "C" int softmax_rows(const float* x, float* y, int rows, int cols) {
 }
 """
 HUMAN_QUESTION = "Which rows produce the non-finite values, and what is their largest input?"
+DONE = "Fixed the overflow and evaluated it; done."
+
+
+def fix_story(ws, good: Path, call: Callable, say: Callable, seen: dict) -> list:
+    """The scripted model's five turns in any wire format (``call(command, text)`` and ``say(text)`` make a
+    turn): evaluate the broken kernel, explain the failure away, claim it is done while a person queues a
+    question, fix and evaluate after the block, stop. ``seen`` gets the requests the hooks' words must be in."""
+    evaluate = f"{sys.executable} -m quaere eval"
+
+    def explain_away(request: Any) -> Any:
+        seen["after_eval"] = request
+        return call("ls", "The non-finite outputs are only rounding noise in the reference.")
+
+    def claim_done(request: Any) -> Any:
+        seen["after_explanation"] = request
+        # A person watching queues a question with `quaere ask` while the agent works.
+        enqueue(ws, ChosenQuestion(moment=Moment.CLAIMED_LIMIT, source="human", text=HUMAN_QUESTION))
+        return say("The kernel is optimal. Done.")
+
+    def after_block(request: Any) -> Any:
+        seen["after_block"] = request
+        return call(f"cp {good} {ws.candidate} && {evaluate}", "I will fix the overflow.")
+
+    return [call(evaluate, "Let me evaluate the current kernel."), explain_away, claim_done, after_block, say(DONE)]
 
 
 def _claude_binary() -> Path | None:
@@ -113,29 +139,8 @@ def _run_claude(binary: Path, server: ScriptedAnthropicServer, ws, home: Path) -
 @pytest.mark.skipif(_claude_binary() is None, reason="claude-agent-sdk's bundled Claude Code CLI is not installed")
 def test_stop_hook_blocks_with_failures_and_question_then_lets_the_met_goal_stop(workspace, tmp_path):
     ws = workspace
-    evaluate = f"{sys.executable} -m quaere eval"
     seen: dict[str, RecordedRequest] = {}
-
-    def explain_away(request: RecordedRequest) -> Turn:
-        return Turn.bash("ls", "The non-finite outputs are only rounding noise in the reference.")
-
-    def claim_done(request: RecordedRequest) -> Turn:
-        seen["after_explanation"] = request
-        # A person watching queues a question with `quaere ask` while the agent works.
-        enqueue(ws, ChosenQuestion(moment=Moment.CLAIMED_LIMIT, source="human", text=HUMAN_QUESTION))
-        return Turn.text("The kernel is optimal. Done.")
-
-    def after_block(request: RecordedRequest) -> Turn:
-        seen["after_block"] = request
-        return Turn.bash(f"cp {tmp_path / 'good.cpp'} {ws.candidate} && {evaluate}", "I will fix the overflow.")
-
-    script = [
-        Turn.bash(evaluate, "Let me evaluate the current kernel."),
-        explain_away,
-        claim_done,
-        after_block,
-        Turn.text("Fixed the overflow and evaluated it; done."),
-    ]
+    script = fix_story(ws, tmp_path / "good.cpp", lambda c, t: Turn.bash(c, t), Turn.text, seen)
     with ScriptedAnthropicServer(script) as server:
         run = _run_claude(_claude_binary(), server, ws, tmp_path / "home")
         requests = server.agent_requests
@@ -164,7 +169,7 @@ def test_stop_hook_blocks_with_failures_and_question_then_lets_the_met_goal_stop
     evaluations = read_ledger(ws.ledger).evaluations
     assert [e.correct for e in evaluations] == [False, True]
     result = [json.loads(line) for line in run.stdout.splitlines() if line.startswith("{")][-1]
-    assert result["type"] == "result" and result["result"] == "Fixed the overflow and evaluated it; done."
+    assert result["type"] == "result" and result["result"] == DONE
 
 
 @pytest.mark.skipif(_claude_binary() is None, reason="claude-agent-sdk's bundled Claude Code CLI is not installed")

@@ -7,15 +7,15 @@ import json
 import pytest
 
 from quaere.evaluate.ledger import append_evaluation, read_ledger
-from quaere.hook_install import Agent
-from quaere.hook_state import HookBudget, read_state, update_state
-from quaere.hooks import (
+from quaere.hooks.dialect import HookDialect
+from quaere.hooks.handlers import (
     HookDeps,
     broken_answer,
     handle_post_tool,
     handle_prompt,
     handle_stop,
 )
+from quaere.hooks.state import HookBudget, read_state, update_state
 from quaere.records import Moment, Verdict
 from quaere.trace import read_trace
 from quaere.workspace import content_hash, create_workspace
@@ -40,7 +40,7 @@ def ws(tmp_path):
     return create_workspace(tmp_path / "ws", "toy", kernel)
 
 
-def deps_for(ws, moments=(), agent=Agent.CLAUDE_CODE, **kw):
+def deps_for(ws, moments=(), agent=HookDialect.CLAUDE_CODE, **kw):
     def read():
         ledger = read_ledger(ws.ledger)
         return ledger.evaluations, ledger.problems
@@ -144,7 +144,7 @@ def test_wall_time_and_session_budgets(ws):
 
 
 def test_openhands_block_uses_exit_2_and_deny(ws):
-    answer = handle_stop(stop_payload(), deps_for(ws, agent=Agent.OPENHANDS))
+    answer = handle_stop(stop_payload(), deps_for(ws, agent=HookDialect.OPENHANDS))
     assert answer.exit_code == 2 and answer.output["decision"] == "deny"
 
 
@@ -159,9 +159,9 @@ def test_broken_ledger_line_is_reported_and_judged_on_the_rest(ws):
 
 def test_broken_answer_blocks_then_lets_go(ws):
     update_state(ws.state, lambda s: setattr(s, "budget", HookBudget(max_blocks=2)))
-    first = broken_answer("Stop", "input not JSON", Agent.CLAUDE_CODE, ws.state)
-    second = broken_answer("Stop", "input not JSON", Agent.CLAUDE_CODE, ws.state)
-    third = broken_answer("Stop", "input not JSON", Agent.CLAUDE_CODE, ws.state)
+    first = broken_answer("Stop", "input not JSON", HookDialect.CLAUDE_CODE, ws.state)
+    second = broken_answer("Stop", "input not JSON", HookDialect.CLAUDE_CODE, ws.state)
+    third = broken_answer("Stop", "input not JSON", HookDialect.CLAUDE_CODE, ws.state)
     assert [first.decision, second.decision, third.decision] == ["block", "block", "allow"]
     assert "input not JSON" in first.output["reason"] and "input not JSON" in first.stderr
 

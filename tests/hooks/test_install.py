@@ -6,15 +6,10 @@ import json
 
 import pytest
 
-from quaere.hook_install import (
-    BLOCK_CAP_ENV,
-    Agent,
-    InstallError,
-    install_hooks,
-    is_ours,
-    uninstall_hooks,
-)
-from quaere.hook_state import HookBudget, read_state
+from quaere.hooks.claude_code import BLOCK_CAP_ENV
+from quaere.hooks.dialect import HookDialect
+from quaere.hooks.install import InstallError, Target, install_hooks, is_ours, uninstall_hooks
+from quaere.hooks.state import HookBudget, read_state
 
 USER_SETTINGS = """{
     "permissions": {"allow": ["Bash(ls:*)"]},
@@ -35,7 +30,7 @@ def test_install_merges_keeps_user_hooks_and_sets_block_cap(tmp_path):
     settings = tmp_path / ".claude" / "settings.json"
     settings.parent.mkdir()
     settings.write_text(USER_SETTINGS)
-    install_hooks(tmp_path, Agent.CLAUDE_CODE, HookBudget(max_blocks=12), launcher="quaere")
+    install_hooks(Target(tmp_path, HookDialect.CLAUDE_CODE), HookBudget(max_blocks=12), launcher="quaere")
     data = json.loads(settings.read_text())
     assert _commands(data, "Stop") == ["./my-stop-check.sh", "quaere hook stop --agent claude-code --retime"]
     assert _commands(data, "PostToolUse") == ["prettier --write", "quaere hook post-tool --agent claude-code"]
@@ -47,17 +42,17 @@ def test_install_merges_keeps_user_hooks_and_sets_block_cap(tmp_path):
 
 
 def test_install_is_idempotent(tmp_path):
-    install_hooks(tmp_path, Agent.CLAUDE_CODE, HookBudget(), launcher="quaere")
+    install_hooks(Target(tmp_path, HookDialect.CLAUDE_CODE), HookBudget(), launcher="quaere")
     first = (tmp_path / ".claude/settings.json").read_text()
-    result = install_hooks(tmp_path, Agent.CLAUDE_CODE, HookBudget(), launcher="quaere")
+    result = install_hooks(Target(tmp_path, HookDialect.CLAUDE_CODE), HookBudget(), launcher="quaere")
     assert not result.changed
     assert (tmp_path / ".claude/settings.json").read_text() == first
     assert len(_commands(json.loads(first), "Stop")) == 1
 
 
 def test_reinstall_with_new_budget_replaces_ours_only(tmp_path):
-    install_hooks(tmp_path, Agent.CLAUDE_CODE, HookBudget(max_blocks=5), launcher="quaere")
-    install_hooks(tmp_path, Agent.CLAUDE_CODE, HookBudget(max_blocks=9), launcher="/opt/py -m quaere")
+    install_hooks(Target(tmp_path, HookDialect.CLAUDE_CODE), HookBudget(max_blocks=5), launcher="quaere")
+    install_hooks(Target(tmp_path, HookDialect.CLAUDE_CODE), HookBudget(max_blocks=9), launcher="/opt/py -m quaere")
     data = json.loads((tmp_path / ".claude/settings.json").read_text())
     assert _commands(data, "Stop") == ["/opt/py -m quaere hook stop --agent claude-code --retime"]
     assert data["env"][BLOCK_CAP_ENV] == "9"
@@ -67,9 +62,9 @@ def test_uninstall_restores_original_bytes(tmp_path):
     settings = tmp_path / ".claude" / "settings.json"
     settings.parent.mkdir()
     settings.write_text(USER_SETTINGS)
-    install_hooks(tmp_path, Agent.CLAUDE_CODE, HookBudget(), launcher="quaere")
-    install_hooks(tmp_path, Agent.CLAUDE_CODE, HookBudget(), launcher="quaere")
-    uninstall_hooks(tmp_path, Agent.CLAUDE_CODE)
+    install_hooks(Target(tmp_path, HookDialect.CLAUDE_CODE), HookBudget(), launcher="quaere")
+    install_hooks(Target(tmp_path, HookDialect.CLAUDE_CODE), HookBudget(), launcher="quaere")
+    uninstall_hooks(Target(tmp_path, HookDialect.CLAUDE_CODE))
     assert settings.read_text() == USER_SETTINGS
 
 
@@ -77,11 +72,11 @@ def test_uninstall_keeps_user_changes_made_after_install(tmp_path):
     settings = tmp_path / ".claude" / "settings.json"
     settings.parent.mkdir()
     settings.write_text(USER_SETTINGS)
-    install_hooks(tmp_path, Agent.CLAUDE_CODE, HookBudget(), launcher="quaere")
+    install_hooks(Target(tmp_path, HookDialect.CLAUDE_CODE), HookBudget(), launcher="quaere")
     data = json.loads(settings.read_text())
     data["hooks"]["Stop"].append({"hooks": [{"type": "command", "command": "./later.sh"}]})
     settings.write_text(json.dumps(data))
-    uninstall_hooks(tmp_path, Agent.CLAUDE_CODE)
+    uninstall_hooks(Target(tmp_path, HookDialect.CLAUDE_CODE))
     after = json.loads(settings.read_text())
     assert _commands(after, "Stop") == ["./my-stop-check.sh", "./later.sh"]
     assert "UserPromptSubmit" not in after["hooks"]
@@ -89,8 +84,8 @@ def test_uninstall_keeps_user_changes_made_after_install(tmp_path):
 
 
 def test_uninstall_of_created_file_removes_it(tmp_path):
-    install_hooks(tmp_path, Agent.CLAUDE_CODE, HookBudget(), launcher="quaere")
-    uninstall_hooks(tmp_path, Agent.CLAUDE_CODE)
+    install_hooks(Target(tmp_path, HookDialect.CLAUDE_CODE), HookBudget(), launcher="quaere")
+    uninstall_hooks(Target(tmp_path, HookDialect.CLAUDE_CODE))
     assert not (tmp_path / ".claude").exists()
 
 
@@ -98,27 +93,29 @@ def test_user_block_cap_restored_on_uninstall(tmp_path):
     settings = tmp_path / ".claude" / "settings.json"
     settings.parent.mkdir()
     settings.write_text(json.dumps({"env": {BLOCK_CAP_ENV: "3"}}))
-    install_hooks(tmp_path, Agent.CLAUDE_CODE, HookBudget(max_blocks=40), launcher="quaere")
+    install_hooks(Target(tmp_path, HookDialect.CLAUDE_CODE), HookBudget(max_blocks=40), launcher="quaere")
     assert json.loads(settings.read_text())["env"][BLOCK_CAP_ENV] == "40"
-    uninstall_hooks(tmp_path, Agent.CLAUDE_CODE)
+    uninstall_hooks(Target(tmp_path, HookDialect.CLAUDE_CODE))
     assert json.loads(settings.read_text()) == {"env": {BLOCK_CAP_ENV: "3"}}
 
 
-@pytest.mark.parametrize("agent,path", [(Agent.CODEX, ".codex/hooks.json"), (Agent.OPENHANDS, ".openhands/hooks.json")])
+@pytest.mark.parametrize(
+    "agent,path", [(HookDialect.CODEX, ".codex/hooks.json"), (HookDialect.OPENHANDS, ".openhands/hooks.json")]
+)
 def test_other_agents_files(tmp_path, agent, path):
     target = tmp_path / path
     target.parent.mkdir()
     original = json.dumps({"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "lint.sh"}]}]}})
     target.write_text(original)
-    result = install_hooks(tmp_path, agent, HookBudget(), launcher="quaere")
+    result = install_hooks(Target(tmp_path, agent), HookBudget(), launcher="quaere")
     data = json.loads(target.read_text())
     assert set(data) == {"hooks"}  # Codex admits nothing else at the top level
     assert _commands(data, "Stop") == ["lint.sh", f"quaere hook stop --agent {agent.value} --retime"]
     assert set(data["hooks"]) == {"Stop", "PostToolUse", "UserPromptSubmit"}  # no Claude-only events
-    if agent is Agent.CODEX:
+    if agent is HookDialect.CODEX:
         assert all("matcher" not in g for groups in data["hooks"].values() for g in groups)
         assert result.notes
-    uninstall_hooks(tmp_path, agent)
+    uninstall_hooks(Target(tmp_path, agent))
     assert target.read_text() == original
 
 
@@ -127,7 +124,7 @@ def test_malformed_settings_is_refused_not_clobbered(tmp_path):
     settings.parent.mkdir()
     settings.write_text("{not json")
     with pytest.raises(InstallError, match="settings.json: not valid JSON"):
-        install_hooks(tmp_path, Agent.CLAUDE_CODE, HookBudget(), launcher="quaere")
+        install_hooks(Target(tmp_path, HookDialect.CLAUDE_CODE), HookBudget(), launcher="quaere")
     assert settings.read_text() == "{not json"
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from quaere.hooks import PickedQuestion
+from quaere.hooks.handlers import PickedQuestion
 from quaere.questions.moments import MomentsConfig
 from quaere.questions.sources import QuestionSource, TaskContext
 from quaere.records import Moment

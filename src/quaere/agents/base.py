@@ -59,7 +59,9 @@ class SessionOutcome:
     reason: EndReason
     tool_calls: int
     cost_usd: float | None = None  # only when the backend reports it (the Claude SDK does)
-    detail: str = ""
+    detail: str = ""  # on an error: its cause, the first line fit to show on a terminal
+    started: bool = True  # False: the agent never got going (refused to start, no CLI, no endpoint, bad
+    # key); the same settings would fail again, so the campaign ends at once instead of retrying
 
 
 class HookSet(Protocol):

@@ -7,6 +7,11 @@ and ``Stop`` (the goal: a block sends the failing scenarios and a question back 
 Filesystem settings are not loaded (``setting_sources=[]``): hooks a user installed with
 ``quaere hooks install`` would otherwise fire a second time.
 
+Claude Code ends a turn by itself after ``CLAUDE_CODE_STOP_HOOK_BLOCK_CAP`` consecutive Stop blocks (8
+when unset, read from the CLI's environment): the backend sets it to the campaign's block budget so that
+quaere's own budget decides when an unmet goal may stop. A CLI that fails (refused as root, missing, bad
+key) ends the session with the CLI's own reason as the outcome's first line.
+
 Messages stream into the trace: assistant text as ``message``, tool uses as ``tool_call``, their results as
 ``tool_result``. A hook may run before the stream reader has caught up with the message that precedes it,
 so hooks first wait (briefly) for the reader to record that message: the trace keeps the model's order.
@@ -16,12 +21,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from quaere.agents.base import EndReason, HookSet, SessionLimits, SessionOutcome, StopAnswer
 from quaere.agents.config import ClaudeSettings
+from quaere.hooks.claude_code import BLOCK_CAP_ENV
 from quaere.trace import AgentMessage, ToolCall, ToolResult, cut, redact
 
 # Claude Code's own system prompt, with the campaign's terms added (the opening message restates the task).
@@ -31,6 +38,14 @@ SYSTEM_APPEND = (
     "When you believe the goal is met, stop; quaere checks the goal and tells you what is still missing."
 )
 CATCH_UP_S = 3.0  # how long a hook waits for the stream reader to record the message it follows
+# What to do about a failure the CLI reports in one known line (the CLI's words, then ours).
+_REMEDIES = (
+    (
+        "cannot be used with root",
+        "Claude Code refuses to skip permission prompts as root: run quaere as a non-root user, or set "
+        "IS_SANDBOX=1 if this machine is itself a disposable sandbox (container, VM)",
+    ),
+)
 
 
 class _SessionTrace:
@@ -44,6 +59,7 @@ class _SessionTrace:
         self.tool_calls = 0
         self.last_stop: StopAnswer | None = None
         self.halt_reason = ""
+        self.api_error = ""  # what the CLI said when an API call failed ("" while none has)
 
     def call(self, call_id: str, tool: str, tool_input: Any) -> None:
         if call_id and call_id not in self.calls:
@@ -139,10 +155,14 @@ class ClaudeAgent:
         settings: ClaudeSettings,
         secrets: tuple[str, ...] = (),
         extra_env: dict[str, str] | None = None,
+        max_blocks: int | None = None,
     ) -> None:
+        """``max_blocks``: the campaign's Stop-block budget, passed to the CLI as its block cap (None: the
+        CLI's own cap of 8 consecutive blocks)."""
         self.settings = settings
         self.secrets = secrets
         self.extra_env = dict(extra_env or {})  # for the CLI only, over the inherited environment
+        self.max_blocks = max_blocks
 
     def options(
         self, workspace: Path, state: _SessionTrace, limits: SessionLimits, stderr: Callable[[str], None]
@@ -150,6 +170,9 @@ class ClaudeAgent:
         from claude_agent_sdk import ClaudeAgentOptions
 
         env = dict(self.extra_env)
+        if self.max_blocks is not None:
+            # The CLI allows this many blocks in a row; quaere's hook lets the next stop through itself.
+            env[BLOCK_CAP_ENV] = str(self.max_blocks)
         if self.settings.base_url:
             env["ANTHROPIC_BASE_URL"] = self.settings.base_url
         if self.settings.api_key is not None:
@@ -171,12 +194,14 @@ class ClaudeAgent:
     def run_session(self, workspace: Path, opening: str, hooks: HookSet, limits: SessionLimits) -> SessionOutcome:
         state = _SessionTrace(hooks)
         stderr: list[str] = []
+        # The SDK logs "Fatal error in message reader" without the cause; the outcome says it instead.
+        logging.getLogger("claude_agent_sdk").addHandler(logging.NullHandler())
         try:
             return asyncio.run(self._session(self.options(workspace, state, limits, stderr.append), opening, state))
         except Exception as exc:  # noqa: BLE001 - the CLI died or the API failed: a verdict for the session
-            tail = "\n".join(stderr[-20:])
-            detail = redact(f"{type(exc).__name__}: {exc}\n{tail}".strip(), self.secrets)
-            return SessionOutcome(EndReason.ERROR, state.tool_calls, detail=detail)
+            detail = redact(failure_detail(exc, stderr), self.secrets)
+            started = bool(state.texts or state.tool_calls)
+            return SessionOutcome(EndReason.ERROR, state.tool_calls, detail=detail, started=started)
 
     async def _session(self, options: Any, opening: str, state: _SessionTrace) -> SessionOutcome:
         from claude_agent_sdk import (
@@ -194,7 +219,11 @@ class ClaudeAgent:
         async with ClaudeSDKClient(options) as client:
             await client.query(opening)
             async for message in client.receive_response():
-                if isinstance(message, AssistantMessage) and message.parent_tool_use_id is None:
+                if isinstance(message, AssistantMessage) and message.error is not None:
+                    # The CLI's words about a failed API call (bad key, no credit), not the model's.
+                    said = " ".join(b.text for b in message.content if isinstance(b, TextBlock)).strip()
+                    state.api_error = f"{said or 'the API call failed'} ({message.error})"
+                elif isinstance(message, AssistantMessage) and message.parent_tool_use_id is None:
                     for block in message.content:
                         if isinstance(block, TextBlock) and block.text.strip():
                             state.text(block.text)
@@ -210,6 +239,9 @@ class ClaudeAgent:
 
     @staticmethod
     def _outcome(state: _SessionTrace, cost: float | None, subtype: str) -> SessionOutcome:
+        if state.api_error:
+            started = bool(state.texts or state.tool_calls)
+            return SessionOutcome(EndReason.ERROR, state.tool_calls, cost, state.api_error, started=started)
         if state.halt_reason:
             return SessionOutcome(EndReason.BUDGET, state.tool_calls, cost, state.halt_reason)
         if subtype == "error_max_budget_usd":
@@ -218,3 +250,18 @@ class ClaudeAgent:
             return SessionOutcome(EndReason.ERROR, state.tool_calls, cost, f"Claude Code ended with {subtype}")
         goal_met = state.last_stop is not None and state.last_stop.goal_met
         return SessionOutcome(EndReason.GOAL_MET if goal_met else EndReason.COMPLETED, state.tool_calls, cost)
+
+
+def failure_detail(exc: BaseException, stderr: list[str]) -> str:
+    """Why the CLI failed, its most telling line first (for the terminal), then the exception and stderr.
+
+    The SDK's exception only says "Command failed with exit code 1 ... Check stderr output for details";
+    the cause is the CLI's last words on stderr.
+    """
+    said = [line.strip() for line in stderr if line.strip()]
+    cause = said[-1] if said else str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    for words, remedy in _REMEDIES:
+        if words in cause:
+            cause = f"{cause} ({remedy})"
+    tail = "\n".join(said[-20:])
+    return f"{cause}\n{type(exc).__name__}: {exc}\n{tail}".strip()

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from quaere.questions.moments import MomentsConfig
 
-AgentKind = Literal["claude", "openai", "scripted"]
+AgentKind = Literal["claude", "openai", "mini", "scripted"]
 SourceKind = Literal["bank", "human"]
 
 # Environment values whose names look like credentials are handed to the trace writer as secrets.
@@ -81,6 +81,21 @@ class OpenAISettings(_Frozen):
     """Sampling temperature (None: the endpoint's default)."""
 
 
+class MiniSettings(_Frozen):
+    """The ``mini`` backend: mini-swe-agent (``pip install mini-swe-agent``) through litellm."""
+
+    model: str = "openai/gpt-5"
+    """litellm model name, provider first (``openai/NAME`` for any OpenAI-compatible endpoint)."""
+    base_url: str | None = None
+    """API root passed to litellm as ``api_base`` (None: the provider's own)."""
+    api_key: SecretStr | None = None
+    """Key passed to litellm (None: litellm reads the provider's variable, e.g. ``OPENAI_API_KEY``)."""
+    command_timeout_s: float = Field(default=900.0, gt=0)
+    """One bash command is killed after this many seconds (an evaluation can take minutes)."""
+    max_steps: int = Field(default=400, ge=1)
+    """Model calls in one session before mini-swe-agent ends it (a runaway guard)."""
+
+
 class CampaignConfig(_Frozen):
     """Everything ``quaere run`` needs; saved with the campaign state so a resume runs the same campaign."""
 
@@ -100,6 +115,8 @@ class CampaignConfig(_Frozen):
     """Settings of the claude backend."""
     openai: OpenAISettings = OpenAISettings()
     """Settings of the openai backend."""
+    mini: MiniSettings = MiniSettings()
+    """Settings of the mini backend."""
     moments: MomentsConfig = MomentsConfig()
     """Settings of the five moment detectors (plateau length, gain threshold ...)."""
     script: Path | None = None
@@ -109,8 +126,7 @@ class CampaignConfig(_Frozen):
 
     def secret_values(self) -> tuple[str, ...]:
         keys = [self.openai.api_key, *self.secrets]
-        if self.claude.api_key is not None:
-            keys.append(self.claude.api_key)
+        keys += [k for k in (self.claude.api_key, self.mini.api_key) if k is not None]
         return tuple(v for v in (k.get_secret_value() for k in keys) if len(v) >= 6)
 
     def persistable(self) -> dict:
@@ -118,6 +134,7 @@ class CampaignConfig(_Frozen):
         data = self.model_dump(mode="json", exclude={"secrets"})
         data["claude"].pop("api_key", None)
         data["openai"].pop("api_key", None)
+        data["mini"].pop("api_key", None)
         return data
 
 
@@ -150,10 +167,10 @@ def apply_flags(config: CampaignConfig, **flags: object) -> CampaignConfig:
     data["budgets"].update({_BUDGET_FLAGS[k]: given.pop(k) for k in list(given) if k in _BUDGET_FLAGS})
     if "model" in given:
         model = given.pop("model")
-        data["claude"]["model"] = data["openai"]["model"] = model
+        data["claude"]["model"] = data["openai"]["model"] = data["mini"]["model"] = model
     if "base_url" in given:
         url = given.pop("base_url")
-        data["claude"]["base_url"] = data["openai"]["base_url"] = url
+        data["claude"]["base_url"] = data["openai"]["base_url"] = data["mini"]["base_url"] = url
     data.update(given)
     return CampaignConfig.model_validate(data)
 
@@ -187,6 +204,7 @@ def config_from_env(env: Mapping[str, str], task: str, workspace: Path, **flags:
 def config_from_saved(data: dict, env: Mapping[str, str], **flags: object) -> CampaignConfig:
     """The config saved in a campaign state, keys read again from the environment, then ``flags``."""
     data = {**data, "claude": dict(data.get("claude", {})), "openai": dict(data.get("openai", {}))}
+    data["mini"] = dict(data.get("mini", {}))
     if env.get("ANTHROPIC_API_KEY"):
         data["claude"]["api_key"] = env["ANTHROPIC_API_KEY"]
     data["openai"]["api_key"] = env.get("OPENAI_API_KEY") or "none"

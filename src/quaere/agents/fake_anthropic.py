@@ -138,6 +138,7 @@ class _State:
     fallback: TurnSource
     is_agent_turn: Callable[[RecordedRequest], bool]
     model: str
+    reject: tuple[int, str, str] | None = None  # (status, error type, message) for every /v1/messages call
     requests: list[RecordedRequest] = field(default_factory=list)
     position: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -267,6 +268,9 @@ class _Handler(BaseHTTPRequestHandler):
         if not isinstance(request.body, dict):
             self._error(400, "invalid_request_error", "fake server: the body is not a JSON object")
             return
+        if self.state.reject is not None:
+            self._error(*self.state.reject)
+            return
         turn = self.state.next_turn(request) if request.agent_turn else Turn.text("ok")
         message = self._message(turn, request.body)
         if request.body.get("stream"):
@@ -303,6 +307,7 @@ class ScriptedAnthropicServer(LocalServer):
     Use as a context manager; ``base_url`` is what ``ANTHROPIC_BASE_URL`` should be, ``requests`` every
     request received so far (in order), ``agent_requests`` those that consumed a turn. When the script runs
     out, ``fallback`` (a turn or a function of the request) is played; by default a plain end of turn.
+    ``reject=(status, error type, message)`` answers every messages call with that API error instead.
     """
 
     def __init__(
@@ -312,12 +317,14 @@ class ScriptedAnthropicServer(LocalServer):
         fallback: TurnSource | None = None,
         is_agent_turn: Callable[[RecordedRequest], bool] = default_is_agent_turn,
         model: str = "claude-fake-1",
+        reject: tuple[int, str, str] | None = None,
     ) -> None:
         self._state = _State(
             script=list(script),
             fallback=fallback or Turn.text("(script exhausted)"),
             is_agent_turn=is_agent_turn,
             model=model,
+            reject=reject,
         )
         super().__init__(type("_BoundHandler", (_Handler,), {"state": self._state}), "fake-anthropic")
 

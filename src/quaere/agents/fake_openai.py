@@ -1,10 +1,12 @@
-"""A scripted stand-in for an OpenAI-compatible chat-completions endpoint, on 127.0.0.1.
+"""A scripted stand-in for an OpenAI-compatible endpoint, on 127.0.0.1.
 
 It plays a script of assistant replies (text, ``bash``-style tool calls) to any client whose base URL
 points at it, as one JSON ``chat.completion`` or, when the request asks ``stream: true``, as
 ``chat.completion.chunk`` Server-Sent Events ending in ``data: [DONE]`` — the two shapes vLLM, ollama and
-hosted endpoints serve. Every request is recorded so a test can check what the client sent next (a Stop
-hook's reason, a question after a tool result). A reply may be a function of the request.
+hosted endpoints serve. ``POST /v1/responses`` plays the same script in the Responses API's shape
+(:mod:`quaere.agents.fake_responses`), the only one Codex speaks. Every request is recorded so a test can
+check what the client sent next (a Stop hook's reason, a question after a tool result). A reply may be a
+function of the request.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
+from quaere.agents.fake_responses import response_payload, sse_lines
 from quaere.agents.local_server import LocalServer
 
 
@@ -35,6 +38,11 @@ class Reply:
     def bash(cls, command: str, content: str | None = None) -> Reply:
         return cls(content=content, tool_calls=(("bash", {"command": command}),))
 
+    @classmethod
+    def call(cls, name: str, arguments: dict[str, Any], content: str | None = None) -> Reply:
+        """A call of any function tool (Codex's shell is ``exec_command`` with ``{"cmd": ...}``)."""
+        return cls(content=content, tool_calls=((name, arguments),))
+
 
 ReplySource = Reply | Callable[[dict[str, Any]], Reply]
 
@@ -42,7 +50,7 @@ ReplySource = Reply | Callable[[dict[str, Any]], Reply]
 @dataclass
 class _State:
     script: list[ReplySource]
-    fallback: Reply
+    fallback: ReplySource
     requests: list[dict[str, Any]] = field(default_factory=list)
     position: int = 0
     ids: int = 0
@@ -105,6 +113,10 @@ def _chunks(completion: dict[str, Any]) -> list[dict[str, Any]]:
     return chunks
 
 
+def _sse_chunks(completion: dict[str, Any]) -> bytes:
+    return b"".join(f"data: {json.dumps(c)}\n\n".encode() for c in _chunks(completion)) + b"data: [DONE]\n\n"
+
+
 class _Handler(BaseHTTPRequestHandler):
     state: _State
     model = "fake-model"
@@ -135,34 +147,42 @@ class _Handler(BaseHTTPRequestHandler):
         except json.JSONDecodeError:
             self._send_json(400, {"error": {"message": "body is not JSON", "type": "invalid_request_error"}})
             return
-        if not self.path.split("?")[0].rstrip("/").endswith("/chat/completions") or not isinstance(body, dict):
+        route = self.path.split("?")[0].rstrip("/")
+        if not route.endswith(("/chat/completions", "/responses")) or not isinstance(body, dict):
             self._send_json(404, {"error": {"message": f"no route POST {self.path}", "type": "not_found"}})
             return
         with self.state.lock:
             self.state.requests.append(body)
         reply, number = self.state.next_reply(body)
-        completion = _completion(reply, number, str(body.get("model", self.model)))
+        model = str(body.get("model", self.model))
+        if route.endswith("/responses"):
+            response = response_payload(reply, number, model, body)
+            self._respond(body, response, lambda: sse_lines(response))
+        else:
+            completion = _completion(reply, number, model)
+            self._respond(body, completion, lambda: _sse_chunks(completion))
+
+    def _respond(self, body: dict[str, Any], payload: dict[str, Any], stream: Callable[[], bytes]) -> None:
+        """One JSON answer, or its Server-Sent Events when the request asked ``stream: true``."""
         if not body.get("stream"):
-            self._send_json(200, completion)
+            self._send_json(200, payload)
             return
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
         self.end_headers()
-        for chunk in _chunks(completion):
-            self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
-        self.wfile.write(b"data: [DONE]\n\n")
+        self.wfile.write(stream())
         self.wfile.flush()
 
 
 class ScriptedOpenAIServer(LocalServer):
     """Serves ``script`` on 127.0.0.1; ``base_url`` ends in ``/v1`` as the ``openai`` client expects.
 
-    ``requests`` holds every chat-completions body received, in order; when the script runs out,
+    ``requests`` holds every chat-completions and responses body received, in order; when the script runs out,
     ``fallback`` is played (by default a plain answer without a tool call: a stop attempt).
     """
 
-    def __init__(self, script: Sequence[ReplySource], *, fallback: Reply | None = None) -> None:
+    def __init__(self, script: Sequence[ReplySource], *, fallback: ReplySource | None = None) -> None:
         self._state = _State(script=list(script), fallback=fallback or Reply.text("(script exhausted)"))
         super().__init__(type("_BoundHandler", (_Handler,), {"state": self._state}), "fake-openai")
 
@@ -186,5 +206,7 @@ def last_user_text(body: dict[str, Any]) -> str:
     for message in reversed(body.get("messages", [])):
         if message.get("role") in ("user", "tool"):
             content = message.get("content")
+            if isinstance(content, list):  # content parts, as some clients (litellm) send them
+                return "\n".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
             return content if isinstance(content, str) else json.dumps(content)
     return ""

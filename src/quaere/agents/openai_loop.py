@@ -72,9 +72,11 @@ class OpenAIAgent:
             {"role": "user", "content": f"{opening}\n\n{extra}" if extra else opening},
         ]
         calls = 0
+        replies = 0
         try:
             for _ in range(self.settings.max_steps):
                 reply = self._complete(client, messages)
+                replies += 1
                 messages.append(_assistant_message(reply))
                 if reply.content:
                     hooks.record(AgentMessage(role="assistant", text=reply.content))
@@ -97,8 +99,9 @@ class OpenAIAgent:
                 if questions:
                     messages.append({"role": "user", "content": "\n\n".join(questions)})
         except OpenAIError as exc:
-            detail = redact(f"{type(exc).__name__}: {exc}", self.secrets)
-            return SessionOutcome(EndReason.ERROR, calls, detail=detail)
+            where = f" at {self.settings.base_url}" if not replies else ""
+            detail = redact(f"{type(exc).__name__}{where}: {exc}", self.secrets)
+            return SessionOutcome(EndReason.ERROR, calls, detail=detail, started=replies > 0)
         return SessionOutcome(EndReason.BUDGET, calls, detail=f"max_steps ({self.settings.max_steps}) model calls")
 
     def _complete(self, client: Any, messages: list[dict[str, Any]]) -> _Reply:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from quaere.agents.base import StopAnswer, ToolAnswer
-from quaere.hooks import HookDeps, broken_answer, handle_post_tool, handle_prompt, handle_stop
+from quaere.hooks.handlers import HookDeps, broken_answer, handle_post_tool, handle_prompt, handle_stop
 from quaere.trace import BudgetSpent, ErrorEvent, Event, StopDecision, TraceWriter, read_trace
 from quaere.workspace import Workspace, content_hash
 

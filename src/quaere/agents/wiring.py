@@ -80,11 +80,18 @@ def make_agent(config: CampaignConfig) -> Agent:
     if config.agent == "claude":
         from quaere.agents.claude import ClaudeAgent
 
-        return ClaudeAgent(config.claude, config.secret_values())
+        return ClaudeAgent(config.claude, config.secret_values(), max_blocks=config.budgets.max_blocks)
     if config.agent == "openai":
         from quaere.agents.openai_loop import OpenAIAgent
 
         return OpenAIAgent(config.openai, config.secret_values())
+    if config.agent == "mini":
+        try:
+            from quaere.agents.mini import MiniAgent
+        except ImportError as exc:
+            hint = "pip install mini-swe-agent (docs/agents.md)"
+            raise WiringError(f"--agent mini needs mini-swe-agent in this Python ({exc}): {hint}") from None
+        return MiniAgent(config.mini, config.secret_values())
     from quaere.agents.scripted import ScriptedAgent, ScriptError, load_script
 
     if config.script is None:

@@ -17,9 +17,10 @@ from typing import Any
 
 import typer
 
-from quaere.hook_answers import normalize_payload
-from quaere.hook_install import Agent, InstallError, install_hooks, uninstall_hooks
-from quaere.hook_state import DEFAULT_MAX_BLOCKS, HookBudget, HookStateError
+from quaere.hooks.answers import normalize_payload
+from quaere.hooks.dialect import HookDialect, Scope
+from quaere.hooks.install import InstallError, Target, install_hooks, uninstall_hooks
+from quaere.hooks.state import DEFAULT_MAX_BLOCKS, HookBudget, HookStateError
 from quaere.task.spec import TaskError
 from quaere.workspace import WorkspaceError, open_workspace
 
@@ -39,11 +40,11 @@ def goal(
 ) -> None:
     """Print met / unmet / stale with every failing scenario and its numbers; exit 0 only when met."""
     from quaere.goal import render_goal
-    from quaere.hook_wiring import build_deps
-    from quaere.hooks import current_goal
+    from quaere.hooks.handlers import current_goal
+    from quaere.hooks.wiring import build_deps
 
     try:
-        deps = build_deps(open_workspace(path), Agent.CLAUDE_CODE, retime=retime)
+        deps = build_deps(open_workspace(path), HookDialect.CLAUDE_CODE, retime=retime)
         status, problems = current_goal(deps)
     except (WorkspaceError, TaskError) as exc:
         raise _fail(str(exc)) from None
@@ -79,6 +80,10 @@ def _project_dir(payload: dict[str, Any] | None) -> Path:
     return Path.cwd()
 
 
+def _inside(folder: Path, root: Path) -> bool:
+    return folder.resolve().is_relative_to(root.resolve())
+
+
 def _emit(answer) -> None:
     if answer.stderr:
         typer.echo(answer.stderr, err=True)
@@ -89,17 +94,22 @@ def _emit(answer) -> None:
 
 def hook(
     event: str = typer.Argument(..., help="stop, post-tool or prompt"),
-    agent: Agent = typer.Option(Agent.CLAUDE_CODE, "--agent", help="Whose hook protocol to answer in."),
+    agent: HookDialect = typer.Option(HookDialect.CLAUDE_CODE, "--agent", help="Whose hook protocol to answer in."),
     retime: bool = typer.Option(False, "--retime", help="Stop: re-time near misses before deciding."),
+    root: Path | None = typer.Option(
+        None, "--root", help="Answer only inside this workspace; elsewhere stay silent (user-level settings)."
+    ),
 ) -> None:
     """Answer one agent hook: read its JSON on stdin, print the answer JSON."""
-    from quaere import hooks as handlers
-    from quaere.hook_wiring import build_deps
+    from quaere.hooks import handlers
+    from quaere.hooks.wiring import build_deps
 
     if event not in _EVENTS:
         raise _fail(f"quaere hook: unknown event '{event}'; expected one of {sorted(_EVENTS)}")
     name = _EVENTS[event]
     payload, problem = _read_payload()
+    if root is not None and not _inside(_project_dir(payload), root):
+        raise typer.Exit(0)  # installed for the user, fired in another project: not ours to judge
     state_dir = None
     try:
         if payload is None:
@@ -125,8 +135,8 @@ def hook(
         _emit(_broken(name, f"internal error {type(exc).__name__}: {exc}", agent, state_dir, payload))
 
 
-def _broken(event: str, message: str, agent: Agent, state_dir: Path | None, payload: dict[str, Any] | None):
-    from quaere.hook_answers import broken_answer, trace_broken
+def _broken(event: str, message: str, agent: HookDialect, state_dir: Path | None, payload: dict[str, Any] | None):
+    from quaere.hooks.answers import broken_answer, trace_broken
 
     session = str(payload.get("session_id", "")) if payload else ""
     answer = broken_answer(event, message, agent, state_dir, session)
@@ -136,7 +146,12 @@ def _broken(event: str, message: str, agent: Agent, state_dir: Path | None, payl
 
 
 def hooks_install(
-    agent: Agent = typer.Option(..., "--agent", help="claude-code, codex or openhands"),
+    agent: HookDialect = typer.Option(..., "--agent", help="claude-code, codex or openhands"),
+    scope: Scope = typer.Option(
+        Scope.PROJECT,
+        "--scope",
+        help="project: settings in the workspace; user: in your home, out of the agent's reach (see docs/agents.md).",
+    ),
     uninstall: bool = typer.Option(
         False, "--uninstall", help="Remove quaere's entries and restore what install changed."
     ),
@@ -153,18 +168,19 @@ def hooks_install(
         help="Project folder; default: the workspace root above the current folder, else the current folder.",
     ),
 ) -> None:
-    """Write (or remove) the agent's project-level hook settings, merged with what is there."""
+    """Write (or remove) the agent's hook settings, merged with what is there."""
     if root is None:
         try:
             root = open_workspace(Path.cwd()).root
         except WorkspaceError:
             root = Path.cwd()
+    target = Target(root=root, dialect=agent, scope=scope, home=Path.home(), env=dict(os.environ))
     try:
         if uninstall:
-            result = uninstall_hooks(root, agent)
+            result = uninstall_hooks(target)
         else:
             budget = HookBudget(max_blocks=max_blocks, max_sessions=max_sessions, max_wall_s=max_wall_s)
-            result = install_hooks(root, agent, budget)
+            result = install_hooks(target, budget)
     except (InstallError, HookStateError) as exc:
         raise _fail(str(exc)) from None
     verb = "removed from" if uninstall else "installed in"

@@ -23,6 +23,7 @@ A campaign that ends on a budget can be resumed with a larger one: quaere run --
 Backends:
   claude    Claude Code through the Claude Agent SDK (ANTHROPIC_API_KEY or its login; --base-url for a gateway)
   openai    any OpenAI-compatible chat endpoint (--base-url http://localhost:8000/v1 --model NAME; OPENAI_API_KEY)
+  mini      mini-swe-agent, any model litellm reaches (--model openai/NAME --base-url URL; pip install mini-swe-agent)
   scripted  replays a JSON list of actions (--script FILE): demos and tests
 
 Interrupted (Ctrl-C, a crash, a killed machine)? `quaere run --resume --workspace DIR` carries on;
@@ -38,7 +39,7 @@ def run(
     task: str | None = typer.Option(
         None, "--task", help="Shipped task name or task folder (not needed with --resume)."
     ),
-    agent: str = typer.Option("claude", "--agent", help="claude | openai | scripted."),
+    agent: str = typer.Option("claude", "--agent", help="claude | openai | mini | scripted."),
     workspace: Path | None = typer.Option(None, "--workspace", help="Campaign folder (default: ./quaere-<task>)."),
     sessions: int | None = typer.Option(None, "--sessions", min=1, help="Budget: most sessions (default 16)."),
     source: str = typer.Option(
@@ -86,6 +87,8 @@ def run(
             f"quaere run: interrupted; carry on with `quaere run --resume --workspace {workspace or '.'}`", err=True
         )
         raise typer.Exit(130) from None
+    if result.reason == "error" and result.detail:
+        typer.echo(f"quaere run: the agent failed: {result.detail.splitlines()[0]}", err=True)
     typer.echo(
         f"campaign ended: {result.reason} after {result.sessions} sessions, {result.tool_calls} tool calls, "
         f"{result.wall_s / 60:.1f} min"

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from quaere.goal import is_timing_only
-from quaere.hook_install import Agent
-from quaere.hooks import HookDeps, PickedQuestion
+from quaere.hooks.dialect import HookDialect
+from quaere.hooks.handlers import HookDeps, PickedQuestion
 from quaere.records import Evaluation, Moment
 from quaere.task.loader import Task, load_task
 from quaere.trace import TraceEvent
@@ -102,7 +102,7 @@ def ledger_reader(workspace: Workspace, task_name: str) -> Callable[[], tuple[Se
     return read
 
 
-def build_deps(workspace: Workspace, agent: Agent, *, retime: bool = False, **overrides: Any) -> HookDeps:
+def build_deps(workspace: Workspace, agent: HookDialect, *, retime: bool = False, **overrides: Any) -> HookDeps:
     """Deps for ``workspace``'s task. Raises TaskError/WorkspaceError with a clear message when broken."""
     from quaere.evaluate.summary import to_trace_event
 

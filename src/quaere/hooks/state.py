@@ -50,6 +50,9 @@ class InstallRecord(BaseModel):
         default_factory=dict, description="Values of the env keys we set, as they were (None: absent)."
     )
     created_dirs: list[str] = Field(default_factory=list)
+    extra_path: str | None = Field(default=None, description="A second file install edited (Codex: config.toml).")
+    extra_original: str | None = Field(default=None, description="That file's text before; None: it did not exist.")
+    extra_written: str | None = Field(default=None, description="What install wrote there (undone only if unchanged).")
 
 
 class HookState(BaseModel):
@@ -62,7 +65,9 @@ class HookState(BaseModel):
     ledger_lines_seen: int = 0
     transcript_lines: dict[str, int] = Field(default_factory=dict, description="Lines of each transcript read.")
     asked_moments: list[str] = Field(default_factory=list, description="'<moment>@<ledger line>' already answered.")
-    installs: dict[str, InstallRecord] = Field(default_factory=dict, description="By agent name.")
+    installs: dict[str, InstallRecord] = Field(
+        default_factory=dict, description="By dialect name, ':user' added for user-level settings."
+    )
 
     def budget_spent(self, now: float) -> tuple[str, float, float] | None:
         """(budget name, limit, used) of the first spent budget, or None."""

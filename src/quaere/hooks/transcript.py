@@ -1,9 +1,10 @@
 """The agent's own words, read from the transcript an external agent names in its hook payload.
 
 Hook payloads carry tool calls but not what the model said between them; the "explained-away failure"
-detector needs those words. Claude Code (and tools that copy its format) append one JSON object per line
-to ``transcript_path``; an assistant line holds ``{"type": "assistant", "message": {"content": [{"type":
-"text", "text": ...}, ...]}}``. Lines of any other shape are skipped: this is best effort, never an error.
+detector needs those words. Claude Code and Codex append one JSON object per line to ``transcript_path``,
+each in its own shape (read by its dialect's ``transcript_text``; a line is recognised by its shape, so
+the same reader serves every dialect). Lines of any other shape are skipped: this is best effort, never
+an error.
 """
 
 from __future__ import annotations
@@ -11,22 +12,17 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from quaere.hooks.dialect import all_specs
+
 
 def _texts(line: str) -> str:
     try:
         obj = json.loads(line)
     except json.JSONDecodeError:
         return ""
-    if not isinstance(obj, dict) or obj.get("type") != "assistant" or obj.get("isSidechain"):
+    if not isinstance(obj, dict):
         return ""
-    message = obj.get("message")
-    content = message.get("content") if isinstance(message, dict) else None
-    if isinstance(content, str):
-        return content.strip()
-    if not isinstance(content, list):
-        return ""
-    parts = [b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"]
-    return "\n".join(p for p in parts if isinstance(p, str) and p.strip()).strip()
+    return next((text for spec in all_specs() if (text := spec.transcript_text(obj))), "")
 
 
 def new_assistant_texts(transcript: Path, lines_seen: int) -> tuple[list[str], int]:

@@ -1,9 +1,10 @@
-"""Each agent's hook dialect: its payload keys mapped to Claude Code's, and the answers it understands.
+"""Answers in each agent's hook dialect, and its payload's keys mapped to Claude Code's.
 
-Claude Code and Codex block a stop with ``{"decision": "block", "reason": ...}`` on exit 0; OpenHands with
-exit code 2 (and ``"decision": "deny"``). Extra context goes in ``hookSpecificOutput.additionalContext``
-(OpenHands reads a top-level ``additionalContext``). An allowed stop carries a ``systemMessage`` for the
-person watching. Also the safe answer when nothing can be judged.
+How a dialect blocks a stop and adds context is in its :class:`~quaere.hooks.dialect.DialectSpec`
+(Claude Code and Codex: ``{"decision": "block", "reason"}`` on exit 0; OpenHands: exit code 2 and
+``"decision": "deny"``). Context goes in ``hookSpecificOutput.additionalContext`` (and at the top level
+where the dialect reads it there). An allowed stop carries a ``systemMessage`` for the person watching.
+Also the safe answer when nothing can be judged.
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from quaere.hook_install import Agent
-from quaere.hook_state import HookStateError, update_state
+from quaere.hooks.dialect import HookDialect, all_specs, spec_of
+from quaere.hooks.state import HookStateError, update_state
 from quaere.trace import ErrorEvent, StopDecision, TraceWriter
 
 ERROR_BLOCK_LIMIT = 3  # blocks for a broken set-up when no workspace holds a budget
@@ -31,16 +32,13 @@ class HookAnswer:
     decision: Literal["block", "allow", "none"] = "none"
 
 
-# OpenHands' HookEvent (openhands.sdk.hooks.types) names: event_type, working_dir, tool_output, message.
-_OPENHANDS_KEYS = (("event_type", "hook_event_name"), ("working_dir", "cwd"), ("tool_output", "tool_response"))
-
-
 def normalize_payload(payload: dict[str, Any]) -> dict[str, Any]:
     """The payload with Claude Code's key names (what Claude Code and Codex send is returned as is)."""
     out = dict(payload)
-    for theirs, ours in _OPENHANDS_KEYS:
-        if theirs in out and ours not in out:
-            out[ours] = out[theirs]
+    for spec in all_specs():
+        for theirs, ours in spec.payload_keys:
+            if theirs in out and ours not in out:
+                out[ours] = out[theirs]
     message = out.get("message")
     if isinstance(message, str):
         if out.get("hook_event_name") == "Stop":
@@ -53,24 +51,27 @@ def normalize_payload(payload: dict[str, Any]) -> dict[str, Any]:
 # -- answers in each agent's dialect --------------------------------------------------------------------
 
 
-def block_answer(agent: Agent, reason: str, stderr: str = "") -> HookAnswer:
-    if agent is Agent.OPENHANDS:  # OpenHands blocks a stop on exit code 2 (and reads "deny")
-        return HookAnswer({"decision": "deny", "reason": reason}, 2, stderr or reason, "block")
-    return HookAnswer({"decision": "block", "reason": reason}, 0, stderr, "block")
+def block_answer(agent: HookDialect, reason: str, stderr: str = "") -> HookAnswer:
+    spec = spec_of(agent)
+    # A dialect that blocks by exit code reads stderr as the reason: never leave it empty.
+    note = stderr or (reason if spec.block_exit_code else "")
+    return HookAnswer({"decision": spec.block_decision, "reason": reason}, spec.block_exit_code, note, "block")
 
 
 def allow_answer(message: str, stderr: str = "") -> HookAnswer:
     return HookAnswer({"systemMessage": message}, 0, stderr, "allow")
 
 
-def context_answer(agent: Agent, event: str, text: str) -> HookAnswer:
+def context_answer(agent: HookDialect, event: str, text: str) -> HookAnswer:
     output: dict[str, Any] = {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
-    if agent is Agent.OPENHANDS:
+    if spec_of(agent).top_level_context:
         output["additionalContext"] = text
     return HookAnswer(output)
 
 
-def broken_answer(event: str, message: str, agent: Agent, state_dir: Path | None, session_id: str = "") -> HookAnswer:
+def broken_answer(
+    event: str, message: str, agent: HookDialect, state_dir: Path | None, session_id: str = ""
+) -> HookAnswer:
     """The safe answer when the hook cannot judge (bad input, no workspace, unreadable state).
 
     Stop: block with the explanation, counted against the block budget (the workspace's, else a small one

@@ -29,10 +29,10 @@ from quaere.goal import (
     is_timing_only,
     render_goal,
 )
-from quaere.hook_answers import HookAnswer, allow_answer, block_answer, broken_answer, context_answer
-from quaere.hook_install import Agent
-from quaere.hook_state import HookBudget, HookState, read_state, update_state
-from quaere.hook_transcript import new_assistant_texts
+from quaere.hooks.answers import HookAnswer, allow_answer, block_answer, broken_answer, context_answer
+from quaere.hooks.dialect import HookDialect
+from quaere.hooks.state import HookBudget, HookState, read_state, update_state
+from quaere.hooks.transcript import new_assistant_texts
 from quaere.records import Evaluation, Moment, QuestionKind
 from quaere.task.spec import TaskSpec
 from quaere.trace import (
@@ -91,7 +91,7 @@ class HookDeps:
     read_evaluations: EvaluationReader
     summarize: EvaluationSummary | None = None  # None: the evaluator writes its own trace events
     clock: Callable[[], float] = time.time
-    agent: Agent = Agent.CLAUDE_CODE
+    agent: HookDialect = HookDialect.CLAUDE_CODE
     budget: HookBudget | None = None  # None: the one stored in .quaere/hooks.json
     retimer: Retimer | None = None
     expected_correctness: tuple[str, ...] | None = None

@@ -1,0 +1,108 @@
+"""What differs between hook dialects: transcripts, answers, payload keys, Codex's feature switch, user scope."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from quaere.hooks.answers import block_answer, context_answer, normalize_payload
+from quaere.hooks.codex import with_hooks_feature
+from quaere.hooks.dialect import HookDialect, Scope
+from quaere.hooks.install import InstallError, Target, install_hooks, uninstall_hooks
+from quaere.hooks.state import HookBudget, read_state
+from quaere.hooks.transcript import new_assistant_texts
+
+CODEX_ROLLOUT = [
+    {"type": "session_meta", "payload": {"id": "s"}},
+    {"type": "response_item", "payload": {"type": "message", "role": "user", "content": [
+        {"type": "input_text", "text": "Make it fast."}]}},
+    {"type": "response_item", "payload": {"type": "message", "role": "assistant", "content": [
+        {"type": "output_text", "text": "The mismatch is rounding noise."}]}},
+    {"type": "event_msg", "payload": {"type": "agent_message", "message": "The mismatch is rounding noise."}},
+    {"type": "response_item", "payload": {"type": "function_call", "name": "exec_command", "arguments": "{}"}},
+]  # fmt: skip
+CLAUDE_LINE = {"type": "assistant", "message": {"content": [{"type": "text", "text": "Claude's words."}]}}
+
+
+def test_transcripts_of_either_dialect_give_the_model_words_once(tmp_path):
+    path = tmp_path / "t.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in [*CODEX_ROLLOUT, CLAUDE_LINE]) + '{"type": "assi')
+    texts, seen = new_assistant_texts(path, 0)
+    assert texts == ["The mismatch is rounding noise.", "Claude's words."]  # not the event_msg copy
+    assert seen == len(CODEX_ROLLOUT) + 1  # the torn last line is left for the next call
+
+
+def test_answers_follow_the_dialect():
+    assert block_answer(HookDialect.CODEX, "no").output == {"decision": "block", "reason": "no"}
+    openhands = block_answer(HookDialect.OPENHANDS, "no")
+    assert (openhands.output["decision"], openhands.exit_code, openhands.stderr) == ("deny", 2, "no")
+    assert "additionalContext" not in context_answer(HookDialect.CODEX, "PostToolUse", "Q?").output
+    assert context_answer(HookDialect.OPENHANDS, "PostToolUse", "Q?").output["additionalContext"] == "Q?"
+
+
+def test_openhands_payload_keys_are_mapped_and_tool_response_kept():
+    payload = {"event_type": "PostToolUse", "working_dir": "/w", "tool_response": {"content": "ok"}}
+    assert normalize_payload(payload) == payload | {"hook_event_name": "PostToolUse", "cwd": "/w"}
+    stop = normalize_payload({"event_type": "Stop", "message": "done"})
+    assert stop["last_assistant_message"] == "done"
+
+
+@pytest.mark.parametrize(
+    "before,after",
+    [
+        (None, "[features]\nhooks = true\n"),
+        ('model = "o3"\n', 'model = "o3"\n\n[features]\nhooks = true\n'),
+        ("# mine\n[features]\nweb_search = true\n", "# mine\n[features]\nhooks = true\nweb_search = true\n"),
+        ("[features]\nhooks = false\n", None),  # the user's choice stands
+        ("features = { other = true }\n", None),  # an inline table is not rewritten
+    ],
+)
+def test_codex_feature_switch_is_added_as_text(before, after):
+    assert with_hooks_feature(before) == after
+
+
+def test_codex_install_refuses_a_broken_config_toml_and_undoes_its_edit(tmp_path):
+    config = tmp_path / ".codex" / "config.toml"
+    config.parent.mkdir()
+    config.write_text("model = [\n")
+    with pytest.raises(InstallError, match=r"config.toml: not valid TOML"):
+        install_hooks(Target(tmp_path, HookDialect.CODEX), HookBudget(), launcher="quaere")
+    config.write_text('model = "o3"\n')
+    install_hooks(Target(tmp_path, HookDialect.CODEX), HookBudget(), launcher="quaere")
+    assert "hooks = true" in config.read_text()
+    uninstall_hooks(Target(tmp_path, HookDialect.CODEX))
+    assert config.read_text() == 'model = "o3"\n' and not (tmp_path / ".codex" / "hooks.json").exists()
+
+
+@pytest.mark.parametrize("dialect", list(HookDialect))
+def test_user_scope_writes_in_home_limited_to_the_workspace(tmp_path, dialect):
+    root, home = tmp_path / "ws", tmp_path / "home"
+    (root / ".quaere").mkdir(parents=True)
+    result = install_hooks(Target(root, dialect, Scope.USER, home), HookBudget(max_blocks=7), launcher="quaere")
+    assert result.settings_path.is_relative_to(home) and not any(root.glob(".[!q]*"))
+    data = json.loads(result.settings_path.read_text())
+    stop = data["hooks"]["Stop"][0]["hooks"][0]["command"]
+    assert stop == f"quaere hook stop --agent {dialect.value} --retime --root {root.resolve()}"
+    assert f"{dialect.value}:user" in read_state(root / ".quaere").installs
+    uninstall_hooks(Target(root, dialect, Scope.USER, home))
+    assert not result.settings_path.exists()
+
+
+@pytest.mark.parametrize(
+    "dialect,variable", [(HookDialect.CODEX, "CODEX_HOME"), (HookDialect.OPENHANDS, "OH_PERSISTENCE_DIR")]
+)
+def test_user_scope_follows_the_agents_folder_variable(tmp_path, dialect, variable):
+    (tmp_path / "ws" / ".quaere").mkdir(parents=True)
+    target = Target(tmp_path / "ws", dialect, Scope.USER, tmp_path / "home", {variable: str(tmp_path / "elsewhere")})
+    assert target.settings == tmp_path / "elsewhere" / "hooks.json"
+
+
+def test_a_user_level_hook_stays_silent_outside_its_workspace(tmp_path):
+    payload = json.dumps({"hook_event_name": "Stop", "cwd": str(tmp_path / "elsewhere"), "session_id": "s"})
+    (tmp_path / "elsewhere").mkdir()
+    command = [sys.executable, "-m", "quaere", "hook", "stop", "--agent", "codex", "--root", str(tmp_path / "ws")]
+    done = subprocess.run(command, input=payload, capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
