@@ -15,9 +15,10 @@ from enum import Enum
 from pathlib import Path
 
 from quaere.task.contract import ArgKind
+from quaere.task.spec import TaskError
 
 
-class SignatureError(ValueError):
+class SignatureError(TaskError):
     """The kernel file has no usable entry point; the message names the file, the parameter and the expectation."""
 
 
