@@ -35,7 +35,8 @@ def test_two_entries_without_entry_option(tmp_path: Path, cache_dir: Path) -> No
     kernel = write_kernel(tmp_path, "two.cpp", TWO_ENTRIES)
     done = quaere("task", "new", "task", "--from", str(kernel), cwd=tmp_path, cache=cache_dir)
     assert_refused(done, tmp_path, str(kernel), "scale_rows", "negate_rows", "--entry")
-    chosen = quaere("task", "new", "task", "--from", str(kernel), "--entry", "negate_rows", cwd=tmp_path, cache=cache_dir)
+    chosen = quaere("task", "new", "task", "--from", str(kernel), "--entry", "negate_rows", cwd=tmp_path,
+                    cache=cache_dir)
     assert chosen.returncode == 0, chosen.stderr
     assert 'entry_point = "negate_rows"' in (tmp_path / "task" / "task.toml").read_text()
 
@@ -63,9 +64,11 @@ def test_missing_reference_function_and_bad_answers(tmp_path: Path, cache_dir: P
     missing = quaere("task", "new", "task", "--from", str(CPU_KERNEL), "--reference", f"{REFERENCES}:nowhere",
                      cwd=tmp_path, cache=cache_dir)
     assert_refused(missing, tmp_path, str(REFERENCES), "no function 'nowhere'", "softmax")
-    shape = quaere("task", "new", "task", "--from", str(CPU_KERNEL), "--shape", "x=rows,n", cwd=tmp_path, cache=cache_dir)
+    shape = quaere("task", "new", "task", "--from", str(CPU_KERNEL), "--shape", "x=rows,n", cwd=tmp_path,
+                   cache=cache_dir)
     assert_refused(shape, tmp_path, "--shape x", "'n' is not an integer parameter", "rows, cols")
-    const_output = quaere("task", "new", "task", "--from", str(CPU_KERNEL), "--output", "x", cwd=tmp_path, cache=cache_dir)
+    const_output = quaere("task", "new", "task", "--from", str(CPU_KERNEL), "--output", "x", cwd=tmp_path,
+                          cache=cache_dir)
     assert_refused(const_output, tmp_path, "--output x", "const float* x", "is const")
 
 
@@ -75,4 +78,5 @@ def test_an_existing_task_is_never_overwritten(tmp_path: Path, cache_dir: Path) 
     (folder / "task.toml").write_text("# mine\n")
     done = quaere("task", "new", str(folder), "--from", str(CPU_KERNEL), cwd=tmp_path, cache=cache_dir)
     assert done.returncode == 2 and "task.toml: exists" in done.stderr
-    assert sorted(p.name for p in folder.iterdir()) == ["task.toml"] and (folder / "task.toml").read_text() == "# mine\n"
+    assert sorted(p.name for p in folder.iterdir()) == ["task.toml"]
+    assert (folder / "task.toml").read_text() == "# mine\n"

@@ -24,7 +24,8 @@ from quaere.task.scaffold import Answers
 from quaere.task.todos import find_todos
 from tests.task_new.conftest import CPU_KERNEL, REFERENCES, write_kernel
 
-DOUBLE = 'extern "C" int double_it(const float* x, float* y, int n) { for (int i = 0; i < n; ++i) y[i] = 2 * x[i]; return 0; }\n'
+DOUBLE = ('extern "C" int double_it(const float* x, float* y, int n) {\n'
+          "    for (int i = 0; i < n; ++i) y[i] = 2 * x[i];\n    return 0;\n}\n")
 VECTOR = Answers(shapes={"x": ("n",), "y": ("n",)}, flops="n")
 
 
@@ -62,7 +63,8 @@ def test_a_reference_that_nulls_match_is_refused(tmp_path: Path) -> None:
     assert nulls.status is CheckStatus.FAILED and "zeros would pass" in nulls.detail
 
 
-@pytest.mark.parametrize(("function", "status"), [("softmax", CheckStatus.PASSED), ("softmax_columns", CheckStatus.FAILED)])
+@pytest.mark.parametrize(("function", "status"), [("softmax", CheckStatus.PASSED),
+                                                  ("softmax_columns", CheckStatus.FAILED)])
 def test_sample_rows_is_checked_against_the_full_reference(function: str, status: CheckStatus, tmp_path: Path) -> None:
     answers = Answers(shapes={"x": ("rows", "cols"), "y": ("rows", "cols")}, flops="5 * rows * cols", row_sample=True)
     create_task(tmp_path / "sampled", CPU_KERNEL, None, f"{REFERENCES}:{function}", answers)
@@ -85,8 +87,9 @@ def test_roofline_figures_and_benchmark_sizes(tmp_path: Path) -> None:
 
 def test_places_left_are_listed_and_nothing_else_runs(tmp_path: Path) -> None:
     created = create_task(tmp_path / "open", CPU_KERNEL, None, None, Answers())
-    assert [t.what.split(":")[0] for t in created.todos] == ["x", "y", "y", "the reference",
-                                                             "FLOPs of one call as an expression over rows, cols, e.g. '2 * rows * cols'"]
+    places = [t.what.split(":")[0] for t in created.todos]
+    assert places[:4] == ["x", "y", "y", "the reference"] and places[4].startswith("FLOPs of one call")
+    assert len(places) == 5
     assert "'input' or 'output'" in created.todos[1].what  # y is not const and no reference says more
     report = check_task(str(tmp_path / "open"), CheckOptions(cache_dir=tmp_path / "cache"))
     assert not report.sound and report.rows[0].status is CheckStatus.FAILED
@@ -95,5 +98,6 @@ def test_places_left_are_listed_and_nothing_else_runs(tmp_path: Path) -> None:
 
 
 def test_find_todos_reads_the_tree_not_the_text() -> None:
-    source = 'from quaere.task import kit\n# todo("in a comment")\nA = kit.todo("first")\nB = "todo(no)"\nC = todo("second")\n'
+    source = ('from quaere.task import kit\n# todo("in a comment")\nA = kit.todo("first")\nB = "todo(no)"\n'
+              'C = todo("second")\n')
     assert [(t.line, t.what) for t in find_todos(source)] == [(3, "first"), (5, "second")]

@@ -47,7 +47,8 @@ def test_the_regenerated_task_is_inferred_and_sound(regenerated: Path, cache_dir
 def test_same_verdicts_as_the_shipped_task_on_every_fixture(regenerated: Path, cache_dir: Path, tmp_path: Path) -> None:
     scenarios = tmp_path / "scenarios.json"
     scenarios.write_text(json.dumps(SCENARIOS))
-    options = EvalOptions(seed=5, benchmark=False, scenarios_file=scenarios, scenario_timeout_s=5.0, cache_dir=cache_dir)
+    options = EvalOptions(seed=5, benchmark=False, scenarios_file=scenarios, scenario_timeout_s=5.0,
+                          cache_dir=cache_dir)
     shipped, again = load_task("cpu_softmax"), load_task(str(regenerated))
     fixtures = sorted(FIXTURES.glob("*.cpp"))
     assert len(fixtures) >= 10

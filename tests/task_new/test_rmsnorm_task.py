@@ -51,8 +51,8 @@ def emulated(tmp_path_factory: pytest.TempPathFactory) -> ctypes.CDLL:
     source.write_text((HERE / "rmsnorm_emulation.h").read_text() + threads[0] + "\n" + section
                       + (HERE / "rmsnorm_driver.cpp").read_text())
     library = folder / "emulated.so"
-    built = subprocess.run(["g++", "-O2", "-std=c++20", "-pthread", "-shared", "-fPIC", str(source), "-o", str(library)],
-                           capture_output=True, text=True, check=False)
+    command = ["g++", "-O2", "-std=c++20", "-pthread", "-shared", "-fPIC", str(source), "-o", str(library)]
+    built = subprocess.run(command, capture_output=True, text=True, check=False)
     assert built.returncode == 0, built.stderr
     lib = ctypes.CDLL(str(library))
     lib.emulated_rmsnorm.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_int, ctypes.c_int, ctypes.c_float, ctypes.c_int]

@@ -40,17 +40,19 @@ def _numbers(option: str, name: str, texts: list[str]) -> tuple[float, ...]:
 
 def new_command(
     directory: Annotated[Path, typer.Argument(help="Task folder to write (new, or one without task.toml/task.py).")],
-    kernel: Annotated[Path, typer.Option("--from", help="Kernel source (.cu, .cpp) with an extern \"C\" int entry point.")],
+    kernel: Annotated[Path, typer.Option("--from", help="Kernel source (.cu, .cpp) with an extern \"C\" int "
+                      "entry point.")],
     entry: Annotated[str | None, typer.Option("--entry", help="The entry point, where the file has several.")] = None,
     reference: Annotated[str | None, typer.Option("--reference", help="FILE:FUNCTION, a NumPy/PyTorch function taking "
                          "the inputs and scalars by name and returning the outputs; called, never copied.")] = None,
-    output: Annotated[list[str], typer.Option("--output", help="A pointer the kernel writes (repeat); the other "
-                      "pointers are inputs.")] = [],  # noqa: B006 (typer reads the default)
-    shape: Annotated[list[str], typer.Option("--shape", help="NAME=E1,E2: a buffer's shape over the integer "
-                     "parameters, e.g. x=rows,cols.")] = [],  # noqa: B006
-    dtype: Annotated[list[str], typer.Option("--dtype", help="NAME=TYPE for a void* buffer, e.g. q=bfloat16.")] = [],  # noqa: B006
-    values: Annotated[list[str], typer.Option("--values", help="NAME=V1,V2: the values a scalar parameter takes, "
-                      "e.g. eps=1e-6,0.5.")] = [],  # noqa: B006
+    output: Annotated[list[str] | None, typer.Option("--output", help="A pointer the kernel writes (repeat); the "
+                      "other pointers are inputs.")] = None,
+    shape: Annotated[list[str] | None, typer.Option("--shape", help="NAME=E1,E2: a buffer's shape over the integer "
+                     "parameters, e.g. x=rows,cols.")] = None,
+    dtype: Annotated[list[str] | None, typer.Option("--dtype", help="NAME=TYPE for a void* buffer, e.g. "
+                     "q=bfloat16.")] = None,
+    values: Annotated[list[str] | None, typer.Option("--values", help="NAME=V1,V2: the values a scalar parameter "
+                      "takes, e.g. eps=1e-6,0.5.")] = None,
     flops: Annotated[str | None, typer.Option("--flops", help="FLOPs of one call over the integer parameters, "
                      "e.g. '5*rows*cols'.")] = None,
     workspace_bytes: Annotated[int | None, typer.Option("--workspace-bytes", min=0, help="Scratch bytes the kernel "
@@ -66,9 +68,9 @@ def new_command(
     from quaere.task.spec import TaskError
 
     answers = Answers(
-        outputs=tuple(output), shapes={k: tuple(v) for k, v in _pairs("--shape", shape).items()},
-        dtypes={k: v[0] for k, v in _pairs("--dtype", dtype).items()},
-        values={k: _numbers("--values", k, v) for k, v in _pairs("--values", values).items()},
+        outputs=tuple(output or ()), shapes={k: tuple(v) for k, v in _pairs("--shape", shape or []).items()},
+        dtypes={k: v[0] for k, v in _pairs("--dtype", dtype or []).items()},
+        values={k: _numbers("--values", k, v) for k, v in _pairs("--values", values or []).items()},
         flops=flops, workspace_bytes=workspace_bytes, row_sample=row_sample, name=name,
     )
     try:

@@ -79,7 +79,9 @@ class CheckReport:
     @property
     def sound(self) -> bool:
         """Every row passed or does not apply; with ``static_only``, rows skipped for the device are allowed."""
-        allowed = {CheckStatus.PASSED, CheckStatus.NOT_APPLICABLE} | ({CheckStatus.SKIPPED} if self.static_only else set())
+        allowed = {CheckStatus.PASSED, CheckStatus.NOT_APPLICABLE}
+        if self.static_only:
+            allowed.add(CheckStatus.SKIPPED)
         return all(row.status in allowed for row in self.rows)
 
 
@@ -142,8 +144,9 @@ def benchmark_row(task: Task) -> CheckRow:
                                      spec.roofline.matrix_tflops, spec.roofline.bandwidth_gbps)
         floors.append(floor_ms)
         if floor_ms < MIN_FLOOR_MS[spec.device]:
-            failures.append(f"{scenario.id}: roofline floor {floor_ms * 1e3:.2g} us < {MIN_FLOOR_MS[spec.device] * 1e3:g} us"
-                            " (a launch, not the work, would be timed): make it larger")
+            failures.append(f"{scenario.id}: roofline floor {floor_ms * 1e3:.2g} us < "
+                            f"{MIN_FLOOR_MS[spec.device] * 1e3:g} us (a launch, not the work, would be timed): "
+                            "make it larger")
         if float(module.min_bytes(scenario)) > MAX_SCENARIO_BYTES[spec.device] or outputs == 0:
             failures.append(f"{scenario.id}: {module.min_bytes(scenario) / 2**30:.3g} GiB, {outputs} output elements; "
                             f"expected 1 element to {MAX_SCENARIO_BYTES[spec.device] >> 30} GiB")
@@ -167,6 +170,14 @@ def static_roofline(task: Task) -> list[str]:
     return failures
 
 
+def build_row(task: Task, options: CheckOptions) -> CheckRow:
+    cache = (options.cache_dir or default_cache_dir()) / "builds"
+    build = build_source(task.spec, task.initial_kernel, cache, task.folder)
+    if build.status is BuildStatus.OK:
+        return CheckRow(CheckName.BUILD, CheckStatus.PASSED, f"{build.duration_s:.1f} s")
+    return CheckRow(CheckName.BUILD, CheckStatus.FAILED, "\n".join(build.log_tail.splitlines()[-3:]))
+
+
 def reference_rows(task: Task, seed: int) -> tuple[list[CheckRow], list[ScenarioFacts]]:
     """References, nulls and one-ulp-off over every correctness scenario; sample() on the benchmark set."""
     ops = ops_for(task.spec.device)
@@ -187,7 +198,8 @@ def reference_rows(task: Task, seed: int) -> tuple[list[CheckRow], list[Scenario
                                        "is not below one ulp)" for f in usable if f.ulp_passes],
                    f"exact task: fails all {len(usable)}")
     if not hasattr(task.module, "sample"):
-        sample = CheckRow(CheckName.SAMPLE, CheckStatus.NOT_APPLICABLE, "no sample(): timed outputs get full references")
+        sample = CheckRow(CheckName.SAMPLE, CheckStatus.NOT_APPLICABLE,
+                          "no sample(): timed outputs get full references")
     else:
         problems = [sample_problem(task, ops, s, seed, rule) for s in task.module.benchmark_scenarios()]
         sample = _row(CheckName.SAMPLE, [p for p in problems if p], f"{len(problems)} benchmark configurations")
@@ -210,10 +222,11 @@ def evaluation_rows(task: Task, options: CheckOptions, facts: list[ScenarioFacts
     for bench in evaluation.benchmarks:
         timing = bench.timing("initial") or bench.timing("candidate")
         if timing is None or timing.status is not TimingStatus.MEASURED:
-            roofline.append(f"{bench.scenario_id}: the initial kernel was not timed ({timing.detail if timing else '?'})")
+            why = timing.detail if timing else "?"
+            roofline.append(f"{bench.scenario_id}: the initial kernel was not timed ({why})")
         elif timing.median_ms < bench.bound_ms:
-            roofline.append(f"{bench.scenario_id}: the initial kernel ran in {timing.median_ms:.3g} ms, below the floor "
-                            f"{bench.bound_ms:.3g} ms: flops(), min_bytes() or [roofline] overstate it")
+            roofline.append(f"{bench.scenario_id}: the initial kernel ran in {timing.median_ms:.3g} ms, below the "
+                            f"floor {bench.bound_ms:.3g} ms: flops(), min_bytes() or [roofline] overstate it")
         else:
             timed += 1
     ok = f"initial kernel above the floor on {timed} configurations" if timed else "consistent (not timed)"
@@ -236,12 +249,10 @@ def check_task(folder_or_name: str, options: CheckOptions) -> CheckReport:
     except TaskError as exc:
         rows.append(CheckRow(CheckName.LOADS, CheckStatus.FAILED, str(exc)))
         return CheckReport(folder, tuple(rows + _skipped(later[1:], "the task does not load")))
-    build = build_source(task.spec, task.initial_kernel, (options.cache_dir or default_cache_dir()) / "builds", task.folder)
-    rows.append(CheckRow(CheckName.BUILD, CheckStatus.PASSED, f"{build.duration_s:.1f} s") if build.status is BuildStatus.OK
-                else CheckRow(CheckName.BUILD, CheckStatus.FAILED, build.log_tail.splitlines()[-1:][0] if build.log_tail else ""))
+    rows.append(build_row(task, options))
     probe = probe_device(task.spec.device)
     static_only = options.no_device or not probe.available
-    if static_only or build.status is not BuildStatus.OK:
+    if static_only or rows[-1].status is CheckStatus.FAILED:
         why = ("--no-device: static checks only" if options.no_device else f"no device: {probe.reason}"
                if not probe.available else "the initial kernel does not build")
         rows += _skipped(RUN_CHECKS, why) + [benchmark_row(task), _row(CheckName.ROOFLINE, static_roofline(task),

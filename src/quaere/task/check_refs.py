@@ -52,7 +52,8 @@ def _cast(array: Any, dtype: str) -> Any:
 
 def reference_problem(name: str, value: Any, spec: OutputSpec, precision: str) -> str:
     """What is wrong with one reference output ('' when nothing)."""
-    shape, dtype = tuple(getattr(value, "shape", ())), _dtype(value) if hasattr(value, "dtype") else type(value).__name__
+    shape = tuple(getattr(value, "shape", ()))
+    dtype = _dtype(value) if hasattr(value, "dtype") else type(value).__name__
     if shape != tuple(spec.shape):
         return f"{precision} reference '{name}' has shape {shape}; expected {tuple(spec.shape)}"
     if precision == "low" and dtype != spec.dtype:

@@ -181,7 +181,8 @@ def covering_scenarios(axes: Mapping[str, Sequence[Any]], size: Callable[[Params
                 fitted = _fit({**params, axis: value}, axes, axis, size, budget)
                 if fitted is not None:
                     rows.append(fitted)
-    smallest = {name: min(values) if all(type(v) is int for v in values) else values[0] for name, values in axes.items()}
+    smallest = {name: min(values) if all(type(v) is int for v in values) else values[0]
+                for name, values in axes.items()}
     for axis, values in axes.items():
         if all(type(v) is int for v in values):
             top = largest(axis, smallest, size, budget)

@@ -127,8 +127,9 @@ def bind(function: Callable[..., Any], inputs: Arrays, params: Params) -> dict[s
         elif name in params:
             kwargs[name] = params[name]
         elif parameter.default is inspect.Parameter.empty:
-            raise ReferenceFailed(f"{_where(function)}: parameter '{name}' is neither an input ({', '.join(inputs)}) "
-                                  f"nor a parameter ({', '.join(params)}) of the entry point; expected one of those names")
+            raise ReferenceFailed(f"{_where(function)}: parameter '{name}' is neither an input "
+                                  f"({', '.join(inputs)}) nor a parameter ({', '.join(params)}) of the entry point; "
+                                  "expected one of those names")
     return kwargs
 
 

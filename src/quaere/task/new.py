@@ -63,8 +63,11 @@ def try_reference(plan: TaskPlan) -> str:
     budget = SCENARIO_BUDGET[plan.device][0]
     scenarios = kit.covering_scenarios(plan.axes, lambda params: kit.buffer_bytes(buffers, params), budget)
     # Two small scenarios whose axes differ most (a transposed output shows only where rows != cols).
-    small = sorted(scenarios, key=lambda s: (kit.buffer_bytes(buffers, s.params) > 1 << 16,
-                                             -len(set(map(str, s.params.values()))), kit.buffer_bytes(buffers, s.params)))[:2]
+    def order(scenario: Scenario) -> tuple[bool, int, int]:
+        nbytes = kit.buffer_bytes(buffers, scenario.params)
+        return nbytes > 1 << 16, -len(set(map(str, scenario.params.values()))), nbytes
+
+    small = sorted(scenarios, key=order)[:2]
     for scenario in small:
         inputs = kit_arrays.draw_inputs(buffers, Scenario(id=scenario.id, params=scenario.params), 1, plan.device)
         for precision in ("low", "fp32"):

@@ -7,6 +7,7 @@ needs; the functions below them never need editing (and may be).
 from __future__ import annotations
 
 import json
+import textwrap
 
 from quaere.task import kit
 from quaere.task.csig import ParamRole
@@ -18,8 +19,11 @@ BUILDS = {
             "-MD -MF {depfile} {source} -o {output}",
     "cpu": "c++ -O2 -shared -fPIC -MD -MF {depfile} {source} -o {output}",
 }
+TOML_CONTINUED = " \\\n"  # a TOML multi-line string goes on, without the line break, on the next line
 FLOORS = {"float64": 1e-12, "float32": 1e-6, "float16": 1e-4, "bfloat16": 1e-4}
 BENCHMARK_LOG2 = {"cuda": 24, "cpu": 20}
+MAX_GENERATED_AXES = 3  # beyond this many integer axes, which ones size a timed run is the user's call
+LINE = 110
 SCENARIO_BUDGET = {"cuda": (1 << 30, "1 << 30"), "cpu": (64 << 20, "64 << 20")}
 """Bytes of one correctness scenario's buffers, and how task.py writes it."""
 
@@ -98,9 +102,10 @@ def render_toml(plan: TaskPlan) -> str:
     sig = plan.signature
     floor = min(FLOORS.get(b.dtype or "", 1e-4) for b in plan.buffers if b.role != "input") if any(
         b.role != "input" for b in plan.buffers) else 1e-6
+    described = f"The entry point {sig.text} of {sig.file.name}.".replace("\\", "\\\\").replace('"', '\\"')
     head = (f"# Written by `quaere task new` from {sig.file.name}; `quaere task check` validates it.\n"
             f"name = \"{plan.name}\"\n"
-            f"description = {json.dumps(f'The entry point {sig.text} of {sig.file.name}.')}\n")
+            f'description = """{TOML_CONTINUED.join(textwrap.wrap(described, 100, break_long_words=False))}"""\n')
     device = TOML_DEVICE[plan.device].format(kernel=json.dumps(plan.kernel_name), entry=sig.name,
                                              build=BUILDS[plan.device], target=machine_target())
     comparison = ""
@@ -126,13 +131,16 @@ def _py(value: object) -> str:
 
 
 def _buffer_line(b: Planned, ints: list[str], device: str) -> str:
-    over = ", ".join(ints) or "the integer parameters"
     example = _py(tuple(ints[:2])).replace('"', "'")
     role = _py(b.role) if b.role else f'todo("{b.name}: \'input\' or \'output\'? ({b.why})")'
     hint = "bfloat16" if device == "cuda" else "float32"
     dtype = _py(b.dtype) if b.dtype else f'todo("{b.name}: element type ({b.why}), e.g. \'{hint}\'")'
-    shape = _py(tuple(b.shape)) if b.shape else f'todo("{b.name}: shape over {over}, e.g. {example}")'
-    return f"    {_py(b.name)}: Buffer({role}, {dtype}, {shape}),  # {b.why}\n"
+    shape = _py(tuple(b.shape)) if b.shape else f'todo("{b.name}: shape over the integer parameters, e.g. {example}")'
+    line = f"    {_py(b.name)}: Buffer({role}, {dtype}, {shape}),  # {b.why}\n"
+    if len(line) <= LINE:
+        return line
+    parts = "".join(f"        {part},\n" for part in (role, dtype, shape))
+    return f"    {_py(b.name)}: Buffer(  # {b.why}\n{parts}    ),\n"
 
 
 def _axes_lines(plan: TaskPlan) -> str:
@@ -150,8 +158,11 @@ def _axes_lines(plan: TaskPlan) -> str:
 
 def _benchmark_lines(plan: TaskPlan) -> str:
     ints = plan.int_axes()
+    if len(ints) > MAX_GENERATED_AXES:
+        example = _py({name: 1 for name in ints[:2]}).replace('"', "'").replace("}", ", ...}")
+        return f'BENCHMARK = todo("8-12 timed configurations, e.g. [{example}, ...]")\n'
     shapes = kit.benchmark_shapes(len(ints), BENCHMARK_LOG2[plan.device])
-    return "".join(f"    {_py(dict(zip(ints, shape, strict=True)))},\n" for shape in shapes)
+    return "BENCHMARK = [\n" + "".join(f"    {_py(dict(zip(ints, shape, strict=True)))},\n" for shape in shapes) + "]\n"
 
 
 ARG_CALLS = {ParamRole.STREAM: "stream()", ParamRole.WORKSPACE: "workspace()",
@@ -207,11 +218,11 @@ MAX_SCENARIO_BYTES = {budget}  # every buffer of one correctness scenario togeth
 
 # Timed configurations: big enough that the call, not its launch, is timed (`quaere task check` says);
 # an axis not named takes its first value.
-BENCHMARK = [
-{benchmark}]
-
+{benchmark}
+# The reference: a NumPy/PyTorch function taking the inputs and scalars by name and returning the outputs.
 REFERENCE = {reference}
-FLOPS = {flops}  # useful floating-point operations of one call, over the integer parameters
+# Useful floating-point operations of one call, as an expression over the integer parameters.
+FLOPS = {flops}
 {workspace_line}
 
 def correctness_scenarios() -> list[Scenario]:
@@ -272,8 +283,6 @@ def sample(scenario: Scenario, inputs: Arrays, seed: int) -> Sample:
 
 
 def _wrapped(calls: str, indent: int = 12) -> str:
-    import textwrap
-
     return ("\n" + " " * indent).join(textwrap.wrap(calls, 100 - indent, break_long_words=False))
 
 
@@ -281,23 +290,24 @@ def render_py(plan: TaskPlan) -> str:
     ints = plan.int_axes()
     over = ", ".join(ints)
     arguments, used = _arguments(plan)
-    contract = sorted({*used, "Arrays", "Comparison", "OutputSpec", "Precision", *(["Sample"] if plan.row_sample else [])})
+    contract = {*used, "Arrays", "Comparison", "OutputSpec", "Precision"} | ({"Sample"} if plan.row_sample else set())
     reference = (_py(plan.reference) + "  # (file relative to this folder, function): called, never copied"
-                 if plan.reference else 'todo("the reference: (file relative to this folder, function name), a '
-                 'NumPy/PyTorch function taking inputs and scalars by name and returning the outputs")')
-    flops = (_py(plan.flops) if plan.flops else f'todo("FLOPs of one call as an expression over {over}, '
-             'e.g. \'2 * rows * cols\'")')
+                 if plan.reference else 'todo("the reference: (\'file.py\', \'function\'), the file relative to this '
+                 'folder")')
+    example = " * ".join(["2", *ints[:2]])
+    flops = _py(plan.flops) if plan.flops else f'todo("FLOPs of one call, e.g. \'{example}\'")'
     workspace_line = ""
     if plan.has_workspace:
         value = (str(plan.workspace_bytes) if plan.workspace_bytes is not None
                  else 'todo("bytes of scratch memory the kernel needs, e.g. 1 << 20")')
-        workspace_line = f"WORKSPACE_BYTES = {value}  # handed to the kernel, contents undefined on entry\n"
+        workspace_line = ("# Scratch memory handed to the kernel, contents undefined on entry.\n"
+                          f"WORKSPACE_BYTES = {value}\n")
     text = TASK_PY.format(
         name=plan.name, kernel_file=plan.signature.file.name, signature=plan.signature.text,
         reference_line=(f"{plan.reference[0]}:{plan.reference[1]}, called (never copied) at low precision on the\n"
                         "inputs as drawn and at high precision on the inputs upcast to HIGH" if plan.reference
                         else "none yet"),
-        mark=TODO_MARK, contract_names=", ".join(contract), todo_import="" if plan.complete else ", todo",
+        mark=TODO_MARK, contract_names=", ".join(sorted(contract)), todo_import="" if plan.complete else ", todo",
         device=plan.device, device_note="torch tensors on the GPU" if plan.device == "cuda" else "numpy arrays",
         high=plan.high_dtype(), ints=over, buffers="".join(_buffer_line(b, ints, plan.device) for b in plan.buffers),
         axes=_axes_lines(plan), budget=SCENARIO_BUDGET[plan.device][1], benchmark=_benchmark_lines(plan),
