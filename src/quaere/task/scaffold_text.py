@@ -27,35 +27,26 @@ LINE = 110
 SCENARIO_BUDGET = {"cuda": (1 << 30, "1 << 30"), "cpu": (64 << 20, "64 << 20")}
 """Bytes of one correctness scenario's buffers, and how task.py writes it."""
 
-TOML_DEVICE = {
-    "cuda": """\
-device = "cuda"
-target = "sm_90a"
-initial_kernel = {kernel}
-module = "task.py"
-entry_point = "{entry}"
-build = "{build}"
-banned = ["cutlass", "cute", "cublas", "cublaslt", "cudnn"]
-""",
-    "cpu": """\
-device = "cpu"
+TOML_HEAD = """\
+device = "{device}"
 target = "{target}"
 initial_kernel = {kernel}
 module = "task.py"
 entry_point = "{entry}"
 build = "{build}"
-banned = []
-""",
-}
-TOML_RULES = {
-    "cuda": """\
+banned = {banned}
+
 [correctness]
 # Allowed error of each output = factor x (error of the low-precision reference against the high one) +
 # floor, as FlashAttention's own tests do; the floor only matters where the low reference is exact.
 factor = 2.0
 floor = {floor:g}
-scenario_timeout_s = 60.0
-
+scenario_timeout_s = {timeout:g}
+"""
+BANNED = {"cuda": '["cutlass", "cute", "cublas", "cublaslt", "cudnn"]', "cpu": "[]"}
+SCENARIO_TIMEOUT_S = {"cuda": 60.0, "cpu": 20.0}
+TOML_TIMING = {
+    "cuda": """\
 [timing]
 warmup_ms = 10.0
 budget_ms = 120.0
@@ -71,13 +62,6 @@ matrix_tflops = 989.0
 bandwidth_gbps = 4300.0
 """,
     "cpu": """\
-[correctness]
-# Allowed error of each output = factor x (error of the low-precision reference against the high one) +
-# floor; the floor only matters where the low reference is exact.
-factor = 2.0
-floor = {floor:g}
-scenario_timeout_s = 20.0
-
 [timing]
 warmup_ms = 10.0
 budget_ms = 60.0
@@ -106,8 +90,10 @@ def render_toml(plan: TaskPlan) -> str:
     head = (f"# Written by `quaere task new` from {sig.file.name}; `quaere task check` validates it.\n"
             f"name = \"{plan.name}\"\n"
             f'description = """{TOML_CONTINUED.join(textwrap.wrap(described, 100, break_long_words=False))}"""\n')
-    device = TOML_DEVICE[plan.device].format(kernel=json.dumps(plan.kernel_name), entry=sig.name,
-                                             build=BUILDS[plan.device], target=machine_target())
+    target = "sm_90a" if plan.device == "cuda" else machine_target()
+    rules = TOML_HEAD.format(device=plan.device, target=target, kernel=json.dumps(plan.kernel_name), entry=sig.name,
+                             build=BUILDS[plan.device], banned=BANNED[plan.device], floor=floor,
+                             timeout=SCENARIO_TIMEOUT_S[plan.device])
     comparison = ""
     if plan.reference:
         library = "PyTorch" if plan.device == "cuda" else "NumPy"
@@ -116,7 +102,7 @@ def render_toml(plan: TaskPlan) -> str:
     goal = ('[goal]\n# Every benchmark configuration this much faster than the initial kernel, and every scenario\n'
             '# correct; e.g. { baseline = "reference", ratio = 1.0 } asks to beat the reference as well.\n'
             'targets = [{ baseline = "initial", ratio = 1.5, scenarios = "*" }]\n')
-    return "\n".join((head + device, TOML_RULES[plan.device].format(floor=floor), comparison + goal))
+    return "\n".join((head + rules, TOML_TIMING[plan.device], comparison + goal))
 
 
 def _py(value: object) -> str:
