@@ -1,0 +1,22 @@
+"""Every test gets its own evaluation store: nothing is signed into the user's real one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from quaere.store import Store
+
+
+@pytest.fixture(autouse=True)
+def isolated_store(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """``$QUAERE_STORE_DIR`` set to a fresh folder (subprocesses inherit it)."""
+    root = tmp_path_factory.mktemp("store")
+    monkeypatch.setenv("QUAERE_STORE_DIR", str(root))
+    return root
+
+
+@pytest.fixture
+def store(isolated_store: Path) -> Store:
+    return Store(isolated_store)
