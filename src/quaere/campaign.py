@@ -296,6 +296,8 @@ def prepare_workspace(
 
 def _pin(store: Store, workspace: Workspace, task: Task, budget: HookBudget) -> None:
     """Register the workspace's task (refusing another one by name) and pin the campaign's block budget."""
+    if workspace.task != task_reference(task):
+        raise StateError(f"{workspace.config}: a workspace of task '{workspace.task}', not '{task_reference(task)}'")
     try:
         registration = register_workspace(store, workspace, task, budget)
         check_workspace(store, workspace, registration, (workspace.root,))

@@ -9,8 +9,9 @@ true speed instead of drawing until one run looks fast.
 MET needs, on the pooled runs and again on a confirming evaluation that quaere itself starts:
 
 * every correctness scenario passed (in every full run: a kernel that fails once is wrong);
-* every benchmark configuration a goal target matches has ``median ratio - MARGIN_K * error >= target``,
-  where ``error`` is the standard error of the ratio measured in each run (median over the runs);
+* every benchmark configuration a goal target matches has ``median ratio / (1 + MARGIN_K * error) >=
+  target``, where ``error`` is the ratio's relative standard error measured in each run (median over the
+  runs): the candidate's time raised and the baseline's lowered by MARGIN_K standard errors;
 * nothing ran faster than the roofline floor, and every baseline was timed.
 
 When everything holds but no confirmation has, the state is ``UNCONFIRMED``: the caller (the Stop hook,
@@ -39,7 +40,9 @@ median of n samples is about 1.2533 sigma / sqrt(n), with sigma about IQR / 1.34
 0.93 IQR / sqrt(n); a ratio's relative error is its two medians' relative errors in quadrature. With two
 of them a kernel that equals its baseline clears a 1.0x target in about 2 % of runs per configuration,
 before the pooling and the confirmation; an honest kernel pays only its measured noise (0.3-3.5 % IQR
-with 60 samples on the H200 task: a margin under 1 %)."""
+with 60 samples on the H200 task: a margin under 1 %). The margin divides (``ratio / (1 + k e)``) rather
+than subtracts, so on a loaded machine, where a median's error can exceed the median itself, a kernel
+ten times faster than its target still passes instead of getting a negative bound."""
 
 SE_PER_IQR = 1.2533 / 1.349  # standard error of a median, per IQR, times sqrt(n): see MARGIN_K
 
@@ -81,7 +84,9 @@ class FailingBenchmark(Record):
     baseline: str
     target_ratio: float
     ratio: float = Field(description="Median over the pooled runs of the speedup; NaN when not measured.")
-    ratio_error: float = Field(description="Median over the pooled runs of the ratio's standard error; NaN if unknown.")
+    ratio_error: float = Field(
+        description="Median over the pooled runs of the ratio's relative standard error (0.02 = 2 %); NaN if unknown."
+    )
     shortfall: Shortfall
     runs: int = Field(default=0, description="Full evaluations pooled for this configuration.")
     detail: str = ""
@@ -89,7 +94,7 @@ class FailingBenchmark(Record):
     @property
     def lower_ratio(self) -> float:
         """The ratio less its margin: what must reach the target."""
-        return self.ratio - MARGIN_K * self.ratio_error
+        return lower_bound(self.ratio, self.ratio_error)
 
 
 class PartialRun(Record):
@@ -161,12 +166,17 @@ def _relative_error(timing: Timing) -> float:
     return SE_PER_IQR * timing.spread_ms / math.sqrt(count) / timing.median_ms
 
 
-def _ratio_error(result: BenchmarkResult, baseline: str, ratio: float) -> float:
-    """Standard error of the ratio: the ratio times both medians' relative errors in quadrature."""
+def _ratio_error(result: BenchmarkResult, baseline: str) -> float:
+    """Relative standard error of the ratio: both medians' relative errors in quadrature."""
     parts = []
     for timing in (result.timing("candidate"), result.timing(baseline)):
         parts.append(_relative_error(timing) if timing is not None else math.nan)
-    return ratio * math.hypot(*parts)
+    return math.hypot(*parts)
+
+
+def lower_bound(ratio: float, error: float) -> float:
+    """The ratio with its margin taken off: ``ratio / (1 + MARGIN_K * error)`` (see MARGIN_K)."""
+    return ratio / (1.0 + MARGIN_K * error)
 
 
 def _unmeasured(timing: Timing | None) -> str:
@@ -203,11 +213,11 @@ def judge_configuration(results: Sequence[BenchmarkResult], target: GoalTarget) 
             return FailingBenchmark(**base, ratio=ratio, ratio_error=math.nan, shortfall=hard[0], detail=hard[1])
     ratios = [r.ratio(target.baseline) for r in results]
     ratio = statistics.median(ratios)
-    errors = [_ratio_error(r, target.baseline, q) for r, q in zip(results, ratios)]
+    errors = [_ratio_error(r, target.baseline) for r in results]
     error = statistics.median(errors) if all(math.isfinite(e) for e in errors) else math.nan
     if not ratio >= target.ratio:
         return FailingBenchmark(**base, ratio=ratio, ratio_error=error, shortfall=Shortfall.BELOW_TARGET)
-    if not ratio - MARGIN_K * error >= target.ratio:
+    if not lower_bound(ratio, error) >= target.ratio:
         detail = "error unknown" if not math.isfinite(error) else ""
         return FailingBenchmark(
             **base, ratio=ratio, ratio_error=error, shortfall=Shortfall.WITHIN_MARGIN, detail=detail

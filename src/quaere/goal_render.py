@@ -19,7 +19,7 @@ def benchmark_line(miss: FailingBenchmark) -> str:
     """One configuration's shortfall with its numbers."""
     target = f"target {miss.target_ratio:.3f}x"
     runs = f" over {miss.runs} runs" if miss.runs > 1 else ""
-    spread = f" ±{miss.ratio_error:.3f}" if math.isfinite(miss.ratio_error) else ""
+    spread = f" ±{100 * miss.ratio_error:.1f}%" if math.isfinite(miss.ratio_error) else ""
     if miss.shortfall is Shortfall.BELOW_TARGET:
         return f"  {miss.scenario_id}: {_fmt_ratio(miss.ratio)}{spread}{runs} vs {miss.baseline}, {target}"
     if miss.shortfall is Shortfall.WITHIN_MARGIN:

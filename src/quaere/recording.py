@@ -60,7 +60,9 @@ def record_evaluation(
 ) -> EvaluationEntry:
     """Run ``evaluate`` and sign its evaluation into ``store``: full only on the pinned task with full options."""
     identity = identity_of(task)
-    kind, reasons = classify(options, identity.sha256 == registration.task.sha256)
+    pinned = identity.sha256 == registration.task.sha256
+    identity = registration.task if pinned else identity  # the store's copy is named as it was pinned
+    kind, reasons = classify(options, pinned)
     evaluation = evaluate(task, candidate, options, progress)
     return store.append(
         registration.workspace_id,

@@ -52,15 +52,15 @@ def test_per_scenario_never_an_average():
 
 
 def test_a_ratio_above_target_by_less_than_its_margin_does_not_count():
-    # ratio 1.6, IQR 0.05 ms on medians of 1.0 and 1.6 ms (one sample each): the ratio's standard error is
-    # 1.6 * hypot(0.93 * 0.05, 0.93 * 0.05 / 1.6) = 0.088, twice that is more than the 0.1 of headroom.
+    # ratio 1.6, IQR 0.05 ms on medians of 1.0 and 1.6 ms (one sample each): the ratio's relative standard
+    # error is hypot(0.93 * 0.05, 0.93 * 0.05 / 1.6) = 5.5 %; 1.6 / (1 + 2 * 0.055) = 1.44 < 1.5.
     status = judge(entry(evaluation("h1", benchmarks=[bench("b1", 1.0, 1.6, 0.05)])))
     [miss] = status.failing_benchmarks
-    error = 1.6 * math.hypot(SE_PER_IQR * 0.05, SE_PER_IQR * 0.05 / 1.6)
-    assert miss.shortfall is Shortfall.WITHIN_MARGIN and math.isclose(miss.lower_ratio, 1.6 - MARGIN_K * error)
+    error = math.hypot(SE_PER_IQR * 0.05, SE_PER_IQR * 0.05 / 1.6)
+    assert miss.shortfall is Shortfall.WITHIN_MARGIN and math.isclose(miss.lower_ratio, 1.6 / (1 + MARGIN_K * error))
     assert "after the margin" in render_goal(status)
     clear = judge(entry(evaluation("h1", benchmarks=[bench("b1", 1.0, 1.6, 0.01)])))
-    assert clear.state is GoalState.UNCONFIRMED  # 1.6 - 2 * 0.018 >= 1.5
+    assert clear.state is GoalState.UNCONFIRMED  # 1.6 / (1 + 2 * 0.011) >= 1.5
 
 
 def test_a_lucky_run_does_not_replace_unlucky_ones_of_the_same_version():
@@ -135,7 +135,7 @@ def test_expected_benchmark_missing_and_roofline_suspects_fail():
 
 
 def test_a_confirmation_that_falls_short_is_shown_and_the_cap_ends_it():
-    # the agent's five runs hold (b2 at 1.6x); each confirmation alone does not (1.55x less 2 x 0.034)
+    # the agent's five runs hold (b2 at 1.6x); each confirmation alone does not (1.55 / (1 + 2 x 2.2 %) < 1.5)
     mine = [entry(evaluation("h1", benchmarks=FAST, created_at=i), sequence=i) for i in range(1, 6)]
     slow = [confirmed(evaluation("h1", benchmarks=[bench("b1", 1.0, 2.0), bench("b2", 1.0, 1.55, 0.02)],
                                  created_at=10 + i), sequence=6 + i) for i in range(MAX_CONFIRMATIONS)]
