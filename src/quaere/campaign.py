@@ -30,8 +30,8 @@ from quaere.agents.state import CampaignState, CampaignStatus, StateError, load_
 from quaere.goal_render import render_goal
 from quaere.hook_state import HookBudget, update_state
 from quaere.hooks import HookDeps, MomentDetector, current_goal
+from quaere.serve.deploy import Deployment
 from quaere.store import Store, StoreError
-from quaere.store.modes import mode_line
 from quaere.store.pinning import check_workspace, register_workspace, task_reference
 from quaere.task import Task, load_task
 from quaere.trace import (
@@ -347,7 +347,7 @@ def run_campaign(
     resume: bool = False,
     display: Display | None = None,
     clock: Callable[[], float] = time.monotonic,
-    store: Store | None = None,
+    deployment: Deployment | None = None,
     announce: Callable[[str], None] = lambda line: None,
 ) -> CampaignResult:
     """Run (or resume) the campaign described by ``config`` with ``agent``.
@@ -358,20 +358,22 @@ def run_campaign(
     ``config.moments``). Returns when the goal is met, a budget is spent, or sessions keep failing (then
     resumable). Ctrl-C closes the session as interrupted, saves the state and re-raises.
 
-    ``store`` is the signed evaluation store (None: the default one of this user); ``announce`` receives
+    ``deployment`` says where the signed store is and who runs what (None: same-user mode with this
+    user's default store; ``quaere run`` passes the strongest the machine allows); ``announce`` receives
     the trust-mode line said at the start of every run.
     """
     from quaere.store import default_store_root
 
-    store = store or Store(default_store_root(os.environ))
+    deployment = deployment or Deployment(Store(default_store_root(os.environ)))
+    store = deployment.store
     task = load_task(config.task)
     workspace, state = prepare_workspace(config, task, resume, store)
     save_state(workspace.campaign_state, state)
+    deployment.adopt(workspace)
     deps = hook_deps(config, workspace, store, source, moments)
-    line = mode_line(store.trust_mode)
-    announce(line)
+    announce(deployment.line())
     TraceWriter(workspace.trace, secrets=config.secret_values()).write(
-        TrustModeEvent(mode=store.trust_mode.value, detail=line)
+        TrustModeEvent(mode=deployment.mode.value, detail=deployment.line())
     )
     view = display or NullDisplay()
     try:

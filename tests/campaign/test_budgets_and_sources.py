@@ -15,6 +15,7 @@ from quaere.questions.bank import load_bank
 from quaere.questions.sources import BankSource, Edit, HumanPrompt, HumanSource, OwnText, Pick
 from quaere.records import Moment
 from quaere.hook_state import StateFile, read_state
+from quaere.serve.deploy import Deployment
 from quaere.store import Store
 from quaere.trace import BudgetSpent, ErrorEvent, QuestionAsked, SessionEnd, SessionUnchecked, StopDecision, read_trace
 from quaere.workspace import Workspace
@@ -115,7 +116,7 @@ def test_a_damaged_hook_state_gives_the_agent_nothing(tmp_path: Path, store: Sto
     damage = f"printf '{{broken' > {workspace / '.quaere' / 'hooks.json'} && printf '{forged}' > {signed}"
     agent = ScriptedAgent([Action("bash", damage)] + [Action("stop", "Done.")] * 3)
     config = campaign_config(workspace, "scripted").model_copy(update={"budgets": Budgets(sessions=1)})
-    run_campaign(config, agent, store=store)
+    run_campaign(config, agent, deployment=Deployment(store))
     events = _events(workspace)
     assert [e for e in events if isinstance(e, ErrorEvent)] == []
     assert [(e.decision, e.goal_status) for e in events if isinstance(e, StopDecision)] == [("block", "no_evaluation")] * 3

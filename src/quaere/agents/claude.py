@@ -139,10 +139,12 @@ class ClaudeAgent:
         settings: ClaudeSettings,
         secrets: tuple[str, ...] = (),
         extra_env: dict[str, str] | None = None,
+        user: str | None = None,
     ) -> None:
         self.settings = settings
         self.secrets = secrets
         self.extra_env = dict(extra_env or {})  # for the CLI only, over the inherited environment
+        self.user = user  # separate-user mode: the CLI runs as this account (the SDK sets its uid)
 
     def options(
         self, workspace: Path, state: _SessionTrace, limits: SessionLimits, stderr: Callable[[str], None]
@@ -166,6 +168,7 @@ class ClaudeAgent:
             cli_path=self.settings.cli_path,
             max_budget_usd=limits.cost_usd,
             stderr=stderr,
+            user=self.user,
         )
 
     def run_session(self, workspace: Path, opening: str, hooks: HookSet, limits: SessionLimits) -> SessionOutcome:
