@@ -16,7 +16,7 @@ from quaere.hook_state import HookBudget
 from quaere.store.identity import first_difference, task_digest, task_identity
 from quaere.store.records import Registration, TaskIdentity
 from quaere.store.store import Store, StoreError
-from quaere.task.loader import SHIPPED_TASKS_DIR, Task, load_task, resolve_task_folder
+from quaere.task.loader import SHIPPED_TASKS_DIR, Task, is_explicit_path, load_task, resolve_task_folder
 from quaere.task.spec import TaskError
 from quaere.workspace import Workspace
 
@@ -122,6 +122,9 @@ def init_workspace(
     """
     from quaere.workspace import WorkspaceError, create_workspace
 
+    store.signer()  # a user who cannot sign into this store is refused before anything is written
+    if is_explicit_path(task_name) and not Path(task_name).expanduser().is_absolute():
+        task_name = str(cwd / task_name)  # a relative path names a folder from where the command runs
     task = load_task(task_name, (cwd, directory))
     try:
         workspace = create_workspace(directory, task_reference(task), task.initial_kernel, overwrite=force)

@@ -134,11 +134,16 @@ class Store:
     # -- keys -------------------------------------------------------------------------------------------
     def signer(self) -> Signer:
         """The private key, created on first use; :class:`StoreError` when this user cannot read it."""
-        self._mkdirs(self.root)
         try:
+            self._mkdirs(self.root)
             return ensure_keys(self.keys_dir)
-        except (KeyFileError, PermissionError) as exc:
+        except KeyFileError as exc:
             raise StoreError(str(exc)) from None
+        except PermissionError:
+            raise StoreError(
+                f"{self.keys_dir}: the signing key is not readable by this user (the store belongs to the "
+                "evaluator service: only it signs records, only root or its user registers a workspace)"
+            ) from None
 
     def verifier(self) -> Verifier:
         try:
@@ -152,6 +157,7 @@ class Store:
 
         An existing registration of another task is kept unless ``replace`` (a person's ``--force``).
         """
+        signer = self.signer()  # first: a user who cannot sign must not change anything
         folder = self._mkdirs(self.folder(registration.workspace_id))
         path = self.registration_path(registration.workspace_id)
         if path.exists() and not replace:
@@ -166,7 +172,7 @@ class Store:
         copy_task(task_folder, self.task_copy(registration.workspace_id))
         for child in [self.task_copy(registration.workspace_id), *self.task_copy(registration.workspace_id).rglob("*")]:
             os.chmod(child, self._dir_mode if child.is_dir() else self._file_mode)
-        write_signed(path, self.signer(), registration.model_dump(mode="json"), self._file_mode)
+        write_signed(path, signer, registration.model_dump(mode="json"), self._file_mode)
         folder.chmod(self._dir_mode)
         return registration
 
