@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import pwd
 import shutil
 import subprocess
 import sys
@@ -149,3 +150,40 @@ def test_separate_user_mode_the_agent_can_evaluate_but_write_nothing_of_the_stor
     goal = as_agent(str(shared_python), "-m", "quaere", "goal", "--json")  # the agent can read and verify
     assert json.loads(goal.stdout)["full_runs"] == 1, goal.stderr
     assert [e.trust_mode for e in store.read(workspace.id).entries] == [TrustMode.SEPARATE_USER]
+
+
+def test_quaere_run_as_root_runs_the_agent_as_its_own_user_beside_the_service(shared_python):
+    """A whole campaign (scripted agent) in separate-user mode: said at the start, the agent's commands run
+    as quaere-agent, its `quaere eval` goes through the service, and its attempt to forge fails."""
+    from quaere.trace import ToolResult, TrustModeEvent, read_trace
+
+    base = Path(tempfile.mkdtemp(prefix="quaere-campaign-"))
+    base.chmod(0o755)
+    service_dir, workspace = base / "store", base / "ws"
+    evaluate = f"{shared_python} -m quaere eval"
+    script = base / "script.json"
+    script.write_text(json.dumps([
+        {"bash": "id -un"},
+        {"bash": evaluate},
+        {"bash": f"echo forged >> {service_dir}/workspaces/*/evaluations.jsonl"},
+        {"stop": "Done."},
+    ]))
+    env = {**os.environ, "PYTHONPATH": str(SOURCE_ROOT), "QUAERE_TRUST_MODE": "separate_user",
+           "QUAERE_SERVICE_DIR": str(service_dir)}
+    try:
+        done = subprocess.run([str(shared_python), "-m", "quaere", "run", "--task", "cpu_softmax", "--agent", "scripted",
+                               "--script", str(script), "--workspace", str(workspace), "--sessions", "1", "--no-live"],
+                              env=env, capture_output=True, text=True, timeout=900, check=False)
+        assert "trust mode: separate-user" in done.stderr, done.stderr[-3000:]
+        events = read_trace(workspace / ".quaere" / "trace.jsonl").events
+        assert [e.mode for e in events if isinstance(e, TrustModeEvent)] == ["separate_user"]
+        outputs = [e.output for e in events if isinstance(e, ToolResult)]
+        assert outputs[0].strip() == "quaere-agent"
+        assert "Permission denied" in outputs[2]
+        store = Store(service_dir, TrustMode.SEPARATE_USER)
+        [folder] = (service_dir / "workspaces").iterdir()
+        read = store.read(folder.name)
+        assert read.problems == () and [e.trust_mode for e in read.entries][:1] == [TrustMode.SEPARATE_USER]
+        assert workspace.stat().st_uid == pwd.getpwnam("quaere-agent").pw_uid
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
