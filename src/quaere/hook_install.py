@@ -144,12 +144,14 @@ class InstallResult:
     notes: tuple[str, ...]
 
 
-def install_hooks(root: Path, agent: Agent, budget: HookBudget, launcher: str | None = None) -> InstallResult:
-    """Merge our three hooks into ``agent``'s project settings under ``root``; idempotent.
-
-    The budget goes to ``.quaere/hooks.json``; for Claude Code the block cap env var follows it.
+def install_hooks(
+    root: Path, agent: Agent, budget: HookBudget, launcher: str | None = None, settings: Path | None = None
+) -> InstallResult:
+    """Merge our three hooks into ``agent``'s project settings under ``root`` (or into ``settings``, a file
+    outside the workspace such as Claude Code's managed settings, which the agent's user cannot edit);
+    idempotent. The budget goes to ``.quaere/hooks.json``; for Claude Code the block cap env var follows it.
     """
-    path = root / SETTINGS_PATHS[agent]
+    path = settings or root / SETTINGS_PATHS[agent]
     data, original = _load(path)
     table = _hooks_table(data, path)
     _strip_ours(table)
@@ -201,6 +203,7 @@ def uninstall_hooks(root: Path, agent: Agent) -> InstallResult:
 
     update_state(root / ".quaere", forget)
     record = taken[0] if taken else None
+    path = Path(record.settings_path) if record is not None else path  # where install wrote, even outside root
     data, current = _load(path)
     if current is None:
         return InstallResult(settings_path=path, changed=False, notes=("nothing to remove: no settings file",))

@@ -208,6 +208,16 @@ def test_install_and_uninstall_through_the_cli(ws):
     assert settings.read_text() == original
 
 
+def test_install_into_a_settings_file_outside_the_workspace(ws, tmp_path):
+    """`--settings` (e.g. Claude Code's managed settings, owned by root) and uninstall find it again."""
+    managed = tmp_path / "etc" / "managed-settings.json"
+    done = run_quaere("hooks", "install", "--agent", "claude-code", "--settings", str(managed), cwd=ws.root)
+    assert done.returncode == 0, done.stderr
+    assert "Stop" in json.loads(managed.read_text())["hooks"] and not (ws.root / ".claude").exists()
+    assert run_quaere("hooks", "install", "--agent", "claude-code", "--uninstall", cwd=ws.root).returncode == 0
+    assert not managed.exists()  # it did not exist before install
+
+
 def test_goal_confirm_runs_a_real_full_evaluation_started_by_quaere(ws, task):
     """When the agent's evaluations hold, `quaere goal --confirm` runs quaere's own full evaluation for real."""
     record(ws, task, confirm=False)

@@ -183,6 +183,13 @@ def hooks_install(
         "--root",
         help="Project folder; default: the workspace root above the current folder, else the current folder.",
     ),
+    settings: Path | None = typer.Option(
+        None,
+        "--settings",
+        help="Write the hooks into this settings file instead of the project's: a location outside the workspace "
+        "the agent's user cannot edit, e.g. Claude Code's managed settings /etc/claude-code/managed-settings.json "
+        "(owned by root; it applies to every project on the machine).",
+    ),
 ) -> None:
     """Write (or remove) the agent's project-level hook settings, merged with what is there."""
     if root is None:
@@ -195,7 +202,7 @@ def hooks_install(
             result = uninstall_hooks(root, agent)
         else:
             budget = HookBudget(max_blocks=max_blocks, max_sessions=max_sessions, max_wall_s=max_wall_s)
-            result = install_hooks(root, agent, budget)
+            result = install_hooks(root, agent, budget, settings=settings)
     except (InstallError, HookStateError) as exc:
         raise _fail(str(exc)) from None
     verb = "removed from" if uninstall else "installed in"
