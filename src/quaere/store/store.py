@@ -174,7 +174,16 @@ class Store:
             os.chmod(child, self._dir_mode if child.is_dir() else self._file_mode)
         write_signed(path, signer, registration.model_dump(mode="json"), self._file_mode)
         folder.chmod(self._dir_mode)
+        self._give_to_owner(folder)
         return registration
+
+    def _give_to_owner(self, folder: Path) -> None:
+        """Root registering into a service's store: what it wrote belongs to the store's owner, who appends."""
+        owner = self.root.stat()
+        if os.geteuid() != 0 or owner.st_uid == 0:
+            return
+        for path in [folder, *folder.rglob("*")]:
+            os.chown(path, owner.st_uid, owner.st_gid, follow_symlinks=False)
 
     def registration(self, workspace_id: str) -> Registration:
         """The verified registration; :class:`StoreError` naming the file when missing or tampered."""
