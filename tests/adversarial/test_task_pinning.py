@@ -12,6 +12,9 @@ import json
 import re
 import shutil
 
+import pytest
+
+from quaere.store import StoreError
 from quaere.task.loader import SHIPPED_TASKS_DIR
 
 
@@ -60,3 +63,16 @@ def test_a_task_folder_changed_after_it_was_pinned_is_refused_by_name(tmp_path, 
     (mine / "task.py").write_text((mine / "task.py").read_text() + "\n# loosened later\n")
     done = bench.quaere("eval", "--no-benchmark")
     assert done.returncode == 2 and f"{mine / 'task.py'}: task 'cpu_softmax' changed since it was pinned" in done.stderr
+
+
+def test_a_workspace_made_before_the_store_is_registered_as_it_is(tmp_path, store):
+    from quaere.store.pinning import init_workspace
+    from quaere.workspace import create_workspace
+    from quaere.task.loader import load_task
+
+    old = create_workspace(tmp_path / "old", "cpu_softmax", load_task("cpu_softmax").initial_kernel)
+    old.candidate.write_text("// the agent's work so far\n")
+    workspace, registration = init_workspace(store, tmp_path / "old", "cpu_softmax", False, tmp_path)
+    assert registration.task.name == "cpu_softmax" and workspace.candidate.read_text() == "// the agent's work so far\n"
+    with pytest.raises(StoreError, match="a workspace already exists here"):
+        init_workspace(store, tmp_path / "old", "cpu_softmax", False, tmp_path)

@@ -126,8 +126,25 @@ def init_workspace(
     if is_explicit_path(task_name) and not Path(task_name).expanduser().is_absolute():
         task_name = str(cwd / task_name)  # a relative path names a folder from where the command runs
     task = load_task(task_name, (cwd, directory))
+    existing = _unregistered_workspace(store, directory, task) if not force else None
     try:
-        workspace = create_workspace(directory, task_reference(task), task.initial_kernel, overwrite=force)
+        workspace = existing or create_workspace(directory, task_reference(task), task.initial_kernel, overwrite=force)
     except WorkspaceError as exc:
         raise StoreError(str(exc)) from None
     return workspace, register_workspace(store, workspace, task, budget, replace=force)
+
+
+def _unregistered_workspace(store: Store, directory: Path, task: Task) -> Workspace | None:
+    """A workspace made before the store existed (or whose store was lost), of this very task: registered
+    as it is, its candidate untouched. None when there is no workspace there or it is registered."""
+    from quaere.workspace import WorkspaceError, open_workspace
+
+    if not (directory / ".quaere" / "workspace.toml").exists():
+        return None
+    try:
+        workspace = open_workspace(directory)
+    except WorkspaceError:
+        return None
+    if store.registration_path(workspace.id).exists() or workspace.task != task_reference(task):
+        return None  # create_workspace refuses it, naming the file
+    return workspace
