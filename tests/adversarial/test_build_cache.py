@@ -15,12 +15,12 @@ from quaere.evaluate.build import ARTIFACT_NAME, build_key, build_source
 from quaere.task.loader import load_task
 
 from .conftest import Bench, correct_kernel
-from .test_other_task import SLEEPY_INITIAL
+from .test_other_task import sleepy_initial
 
 
 def overwrite_with_sleepy(artifact: Path, scratch: Path) -> None:
     sleepy = scratch / "sleepy.cpp"
-    sleepy.write_text(SLEEPY_INITIAL)
+    sleepy.write_text(sleepy_initial(200))  # a baseline this slow would put every ratio far above 3
     subprocess.run(["c++", "-O2", "-shared", "-fPIC", str(sleepy), "-o", str(artifact)], check=True)
 
 

@@ -12,7 +12,12 @@ import shutil
 
 from quaere.task.loader import SHIPPED_TASKS_DIR
 
-SLEEPY_INITIAL = """// The initial kernel, made slow: every call sleeps 20 ms before doing its work.
+def sleepy_initial(sleep_ms: int) -> str:
+    """The initial kernel, made slow: every call sleeps ``sleep_ms`` before doing its work."""
+    return SLEEPY_INITIAL.replace("usleep(20000)", f"usleep({sleep_ms * 1000})")
+
+
+SLEEPY_INITIAL = """// The initial kernel, made slow: every call sleeps before doing its work.
 #include <cmath>
 #include <unistd.h>
 extern "C" int softmax_rows(const float* x, float* y, int rows, int cols) {
@@ -34,7 +39,7 @@ extern "C" int softmax_rows(const float* x, float* y, int rows, int cols) {
 def test_another_task_with_a_sleeping_initial_kernel_never_counts(bench):
     mine = bench.ws.root / "mytask"
     shutil.copytree(SHIPPED_TASKS_DIR / "cpu_softmax", mine, ignore=shutil.ignore_patterns("__pycache__"))
-    (mine / "kernel.cpp").write_text(SLEEPY_INITIAL)
+    (mine / "kernel.cpp").write_text(sleepy_initial(50))
     done = bench.quaere("eval", "--task", "./mytask", "--json")
     assert done.returncode == 0, done.stderr
     entry = json.loads(done.stdout)
