@@ -2,7 +2,7 @@
 
 ``run_campaign`` creates the workspace from the task (or opens it), then runs sessions until the goal is
 met or a budget (sessions, tool calls, wall time, cost, Stop-hook blocks) is spent. The evaluator is the
-only judge: the agent runs ``quaere eval`` itself, and the Stop hook checks the goal on the ledger. The
+only judge: the agent runs ``quaere eval`` itself, and the Stop hook checks the goal on the signed store. The
 first prompt carries the campaign-start question; the post-tool and Stop hooks ask the others.
 
 Everything that happens goes to ``.quaere/trace.jsonl`` (append-only, fsynced); where the loop stands goes
@@ -14,6 +14,7 @@ trace after the resume.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,19 +27,24 @@ from quaere.agents.config import CampaignConfig
 from quaere.agents.display import CampaignView, Display, NullDisplay, TraceFollower, best_by_group
 from quaere.agents.session import Counters, Limits, SessionHooks
 from quaere.agents.state import CampaignState, CampaignStatus, StateError, load_state, save_state
-from quaere.goal import render_goal
+from quaere.goal_render import render_goal
 from quaere.hooks.handlers import HookDeps, MomentDetector, current_goal
 from quaere.hooks.state import HookBudget, update_state
+from quaere.serve.deploy import Deployment
+from quaere.store import Store, StoreError
+from quaere.store.pinning import check_workspace, register_workspace, task_reference
 from quaere.task import Task, load_task
-from quaere.task.loader import resolve_task_folder
 from quaere.trace import (
     AgentMessage,
     BudgetSpent,
     ErrorEvent,
     SessionEnd,
     SessionStart,
+    SessionUnchecked,
+    StopDecision,
     ToolCall,
     TraceWriter,
+    TrustModeEvent,
     read_trace,
 )
 from quaere.workspace import Workspace, WorkspaceError, create_workspace, open_workspace
@@ -172,7 +178,7 @@ class _Run:
     def one_session(self, goal_text: str) -> SessionOutcome:
         session_id = f"quaere-{self.state.campaign_id}-{self.state.sessions_started + 1}"
         hook_state = update_state(
-            self.ws.state, lambda s: s.sessions.append(session_id) if session_id not in s.sessions else None
+            self.deps.hook_state, lambda s: s.sessions.append(session_id) if session_id not in s.sessions else None
         )
         self.session = hook_state.sessions.index(session_id) + 1
         self.state.sessions_started += 1
@@ -204,8 +210,16 @@ class _Run:
             self.writer.write(
                 ErrorEvent(session=self.session, where=f"agent:{self.agent.name}", message=outcome.detail)
             )
+        if not self.stop_allowed():
+            detail = f"{outcome.reason.value}{': ' + outcome.detail if outcome.detail else ''}"
+            self.writer.write(SessionUnchecked(session=self.session, reason=detail))
         self.end_session(outcome.reason.value)
         return outcome
+
+    def stop_allowed(self) -> bool:
+        """Whether the Stop hook let a stop of the current session through (goal met or a budget spent)."""
+        events = read_trace(self.ws.trace).events
+        return any(isinstance(e, StopDecision) and e.session == self.session and e.decision == "allow" for e in events)
 
     def limits(self) -> SessionLimits:
         cost = self.config.budgets.cost_usd
@@ -241,14 +255,12 @@ def _activity(event: object) -> str:
     return f"{getattr(event, 'type', '?')}: {text.splitlines()[0] if text else ''}"
 
 
-def _task_reference(task: str) -> str:
-    """What the workspace records: a shipped task's name, or a task folder's absolute path."""
-    folder = Path(task)
-    return str(folder.resolve()) if (folder / "task.toml").exists() else task
-
-
-def prepare_workspace(config: CampaignConfig, task: Task, resume: bool) -> tuple[Workspace, CampaignState]:
-    """Create the workspace and a fresh state, or open both for a resume (closing an interrupted session)."""
+def prepare_workspace(
+    config: CampaignConfig, task: Task, resume: bool, store: Store
+) -> tuple[Workspace, CampaignState]:
+    """Create the workspace (pinning the task and the block budget in ``store``) and a fresh state, or open
+    both for a resume (closing an interrupted session)."""
+    budget = HookBudget(max_blocks=config.budgets.max_blocks)
     if not resume:
         if (config.workspace / ".quaere" / "campaign.json").exists():
             raise StateError(f"{config.workspace}: a campaign already exists here; resume it with --resume")
@@ -257,16 +269,16 @@ def prepare_workspace(config: CampaignConfig, task: Task, resume: bool) -> tuple
             workspace = (
                 open_workspace(config.workspace)
                 if existing
-                else create_workspace(config.workspace, _task_reference(config.task), task.initial_kernel)
+                else create_workspace(config.workspace, task_reference(task), task.initial_kernel)
             )
         except WorkspaceError as exc:
             raise StateError(str(exc)) from None
         if workspace.root.resolve() != config.workspace.resolve():
             raise StateError(f"{config.workspace}: inside another workspace ({workspace.root})")
-        if resolve_task_folder(workspace.task) != task.folder:
-            raise StateError(f"{workspace.root}: a workspace of task '{workspace.task}', not '{config.task}'")
+        _pin(store, workspace, task, budget)
         return workspace, CampaignState(config=config.persistable(), runs=1)
     workspace = open_workspace(config.workspace)
+    _pin(store, workspace, task, budget)
     state = load_state(workspace.campaign_state)
     events = read_trace(workspace.trace).events
     state.tool_calls = sum(1 for e in events if isinstance(e, ToolCall) and e.session > 0)
@@ -284,25 +296,45 @@ def prepare_workspace(config: CampaignConfig, task: Task, resume: bool) -> tuple
     return workspace, state
 
 
+def _pin(store: Store, workspace: Workspace, task: Task, budget: HookBudget) -> None:
+    """Register the workspace's task (refusing another one by name) and pin the campaign's block budget."""
+    if workspace.task != task_reference(task):
+        raise StateError(f"{workspace.config}: a workspace of task '{workspace.task}', not '{task_reference(task)}'")
+    try:
+        registration = register_workspace(store, workspace, task, budget)
+        check_workspace(store, workspace, registration, (workspace.root,))
+        if registration.budget != budget:
+            store.update_registration(workspace.id, lambda r: r.model_copy(update={"budget": budget}))
+    except StoreError as exc:
+        raise StateError(str(exc)) from None
+
+
 def hook_deps(
-    config: CampaignConfig, workspace: Workspace, source: QuestionSource | None, moments: MomentDetector | None
+    config: CampaignConfig,
+    workspace: Workspace,
+    store: Store,
+    source: QuestionSource | None,
+    moments: MomentDetector | None,
 ) -> HookDeps:
-    """The hook handlers' dependencies for a campaign: the real ledger and task, ``source`` behind the
-    queue of ``quaere ask``, the detectors with the campaign's settings, the campaign's block budget, and
-    ``record_tool_events=False`` (the campaign traces tool calls itself)."""
+    """The hook handlers' dependencies for a campaign: the signed store and the pinned task, the goal's
+    confirmation (here or by the evaluator service), ``source`` behind the queue of ``quaere ask``, the
+    detectors with the campaign's settings, and ``record_tool_events=False`` (the campaign traces tool
+    calls itself). The block budget is the one pinned in the store."""
     from quaere.hooks.dialect import HookDialect
     from quaere.hooks.wiring import build_deps
     from quaere.questions.ask import context_of, load_task_spec
     from quaere.questions.bank import load_bank
     from quaere.questions.sources import BankSource
+    from quaere.serve.access import confirmer_for
 
     chosen = source if source is not None else BankSource(load_bank(), config.seed)
     return build_deps(
         workspace,
+        store,
         HookDialect.CLAUDE_CODE,
+        confirmer=confirmer_for(store, workspace),
         questions=CampaignQuestions(workspace, chosen, context_of(load_task_spec(workspace))),
         moments=moments if moments is not None else ConfiguredDetector(config.moments),
-        budget=HookBudget(max_blocks=config.budgets.max_blocks),
         record_tool_events=False,
         secrets=config.secret_values(),
     )
@@ -317,6 +349,8 @@ def run_campaign(
     resume: bool = False,
     display: Display | None = None,
     clock: Callable[[], float] = time.monotonic,
+    deployment: Deployment | None = None,
+    announce: Callable[[str], None] = lambda line: None,
 ) -> CampaignResult:
     """Run (or resume) the campaign described by ``config`` with ``agent``.
 
@@ -325,11 +359,24 @@ def run_campaign(
     ``quaere ask`` always goes first. ``moments`` detects the moments (None: the five detectors with
     ``config.moments``). Returns when the goal is met, a budget is spent, or sessions keep failing (then
     resumable). Ctrl-C closes the session as interrupted, saves the state and re-raises.
+
+    ``deployment`` says where the signed store is and who runs what (None: same-user mode with this
+    user's default store; ``quaere run`` passes the strongest the machine allows); ``announce`` receives
+    the trust-mode line said at the start of every run.
     """
+    from quaere.store import default_store_root
+
+    deployment = deployment or Deployment(Store(default_store_root(os.environ)))
+    store = deployment.store
     task = load_task(config.task)
-    workspace, state = prepare_workspace(config, task, resume)
+    workspace, state = prepare_workspace(config, task, resume, store)
     save_state(workspace.campaign_state, state)
-    deps = hook_deps(config, workspace, source, moments)
+    deployment.adopt(workspace)
+    deps = hook_deps(config, workspace, store, source, moments)
+    announce(deployment.line())
+    TraceWriter(workspace.trace, secrets=config.secret_values()).write(
+        TrustModeEvent(mode=deployment.mode.value, detail=deployment.line())
+    )
     view = display or NullDisplay()
     try:
         return _Run(config, task, workspace, state, agent, deps, view, clock).run()

@@ -111,6 +111,21 @@ class BudgetSpent(Event):
     used: float
 
 
+class TrustModeEvent(Event):
+    """The trust mode in force for a campaign run (said at its start; see docs/security.md, Modes)."""
+
+    type: Literal["trust_mode"] = "trust_mode"
+    mode: str = Field(description="same_user or separate_user.")
+    detail: str = Field(default="", description="What it means, and why a stronger mode was not used.")
+
+
+class SessionUnchecked(Event):
+    """A session ended without a stop the Stop hook allowed (the agent crashed, quit, or was cut off)."""
+
+    type: Literal["session_unchecked"] = "session_unchecked"
+    reason: str = Field(description="How the session ended instead: its end reason and detail.")
+
+
 class ErrorEvent(Event):
     type: Literal["error"] = "error"
     where: str
@@ -130,6 +145,8 @@ TraceEvent = Annotated[
         StopAttempt,
         StopDecision,
         BudgetSpent,
+        TrustModeEvent,
+        SessionUnchecked,
         ErrorEvent,
     ],
     Field(discriminator="type"),

@@ -1,7 +1,9 @@
-"""A workspace: a folder holding the current candidate and ``.quaere/`` (ledger, trace, state).
+"""A workspace: a folder holding the current candidate and ``.quaere/`` (ledger copy, trace, state).
 
-``.quaere/workspace.toml`` names the task and the candidate file. Every command that acts on a campaign
-(eval, goal, hook, ask, run, report) finds its workspace from a starting folder upwards.
+``.quaere/workspace.toml`` names the task and the candidate file. Everything here is writable by the agent,
+so nothing that decides the goal is read from it: the evaluations, the pinned task and the Stop hook's
+counters live in the signed store (:mod:`quaere.store`), keyed by :attr:`Workspace.id`. Every command
+that acts on a campaign (eval, goal, hook, ask, run, report) finds its workspace from a folder upwards.
 """
 
 from __future__ import annotations
@@ -31,6 +33,15 @@ class Workspace:
     candidate_name: str
 
     @property
+    def id(self) -> str:
+        """The workspace's folder name in the evaluation store: a hash of its absolute path."""
+        return hashlib.sha256(str(self.root.resolve()).encode()).hexdigest()[:24]
+
+    @property
+    def config(self) -> Path:
+        return self.state / "workspace.toml"
+
+    @property
     def state(self) -> Path:
         return self.root / STATE_DIR
 
@@ -40,6 +51,7 @@ class Workspace:
 
     @property
     def ledger(self) -> Path:
+        """An untrusted convenience copy of the evaluations; the goal reads the signed store only."""
         return self.state / "ledger.jsonl"
 
     @property

@@ -14,7 +14,11 @@ from quaere.campaign import run_campaign
 from quaere.questions.bank import load_bank
 from quaere.questions.sources import BankSource, Edit, HumanPrompt, HumanSource, OwnText, Pick
 from quaere.records import Moment
-from quaere.trace import BudgetSpent, ErrorEvent, QuestionAsked, SessionEnd, StopDecision, read_trace
+from quaere.hooks.state import StateFile, read_state
+from quaere.serve.deploy import Deployment
+from quaere.store import Store
+from quaere.trace import BudgetSpent, ErrorEvent, QuestionAsked, SessionEnd, SessionUnchecked, StopDecision, read_trace
+from quaere.workspace import Workspace
 
 from .story import campaign_config
 
@@ -102,17 +106,22 @@ def _context():
     return TaskContext(task="quick_softmax")
 
 
-def test_a_broken_hook_state_blocks_safely_then_lets_the_agent_go(tmp_path: Path) -> None:
-    """hooks.json damaged mid-campaign: each stop is refused with the reason (never a crash, never a trap)."""
+def test_a_damaged_hook_state_gives_the_agent_nothing(tmp_path: Path, store: Store) -> None:
+    """The agent damages both hooks.json: the workspace's decides nothing, the store's fails its signature
+    and starts over (counted), so stops keep being refused within the pinned budget; the session that ends
+    without an allowed stop is recorded as such."""
     workspace = tmp_path / "ws"
-    damage = f"printf '{{broken' > {workspace / '.quaere' / 'hooks.json'}"
-    agent = ScriptedAgent([Action("bash", damage)] + [Action("stop", "Done.")] * 5)
+    signed = store.folder(Workspace(workspace.resolve(), "", "").id) / "hooks.json"
+    forged = '{"payload": {"blocks": 999}, "sig": "AAAA"}'
+    damage = f"printf '{{broken' > {workspace / '.quaere' / 'hooks.json'} && printf '{forged}' > {signed}"
+    agent = ScriptedAgent([Action("bash", damage)] + [Action("stop", "Done.")] * 3)
     config = campaign_config(workspace, "scripted").model_copy(update={"budgets": Budgets(sessions=1)})
-    run_campaign(config, agent)
+    run_campaign(config, agent, deployment=Deployment(store))
     events = _events(workspace)
-    errors = [e for e in events if isinstance(e, ErrorEvent) and e.where == "hook:stop"]
-    assert len(errors) == 4 and "hooks.json" in errors[0].message  # three blocks, then the stop goes through
-    decisions = [e for e in events if isinstance(e, StopDecision)]
-    assert decisions == []  # the goal was never judged: nothing claims it was
-    ends = [e for e in events if isinstance(e, SessionEnd)]
-    assert [e.reason for e in ends] == ["completed"] and agent.position == 5
+    assert [e for e in events if isinstance(e, ErrorEvent)] == []
+    assert [(e.decision, e.goal_status) for e in events if isinstance(e, StopDecision)] == [("block", "no_evaluation")] * 3
+    state = read_state(StateFile(signed.parent, store.signer()))
+    assert (state.blocks, state.tampered_resets) == (3, 1)
+    [unchecked] = [e for e in events if isinstance(e, SessionUnchecked)]
+    assert unchecked.session == 1 and unchecked.reason.startswith("completed")
+    assert agent.position == 4

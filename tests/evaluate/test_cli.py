@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from quaere.evaluate.ledger import read_ledger
+from quaere.store import Store
 from quaere.trace import EvaluationDone, SessionStart, TraceWriter, read_trace
 from tests.evaluate.conftest import CANDIDATES
 
@@ -30,9 +31,13 @@ def test_eval_json_in_a_workspace(tmp_path: Path, cache_dir: Path, two_scenarios
     done = quaere("eval", "--json", "--no-benchmark", "--seed", "4", "--scenarios", str(two_scenarios),
                   cwd=workspace, cache=cache_dir)
     assert done.returncode == 0, done.stderr
-    record = json.loads(done.stdout, parse_constant=reject)  # exactly one strict JSON object, nothing else
+    entry = json.loads(done.stdout, parse_constant=reject)  # exactly one strict JSON object, nothing else
+    record = entry["evaluation"]
     assert record["task"] == "cpu_softmax" and [v["verdict"] for v in record["correctness"]] == ["passed", "passed"]
-    ledger = read_ledger(workspace / ".quaere" / "ledger.jsonl")
+    assert (entry["kind"], entry["partial"]) == ("partial", ["scenarios_file", "fixed_seed", "no_benchmark"])
+    assert entry["task"]["reference"] == "cpu_softmax" and entry["trust_mode"] == "same_user"
+    assert Store(Path(os.environ["QUAERE_STORE_DIR"])).read(entry["workspace_id"]).entries[0].sequence == 1
+    ledger = read_ledger(workspace / ".quaere" / "ledger.jsonl")  # the untrusted convenience copy
     assert ledger.problems == () and ledger.evaluations[0].candidate_hash == record["candidate_hash"]
     assert (workspace / ".quaere" / "candidates" / f"{record['candidate_hash']}.cpp").exists()
     events = [e for e in read_trace(workspace / ".quaere" / "trace.jsonl").events if isinstance(e, EvaluationDone)]

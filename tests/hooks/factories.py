@@ -86,3 +86,36 @@ def evaluation(
 
 
 NAN = math.nan
+
+
+PINNED = "p" * 64  # the pinned task's sha256 in these tests
+
+
+def entry(
+    evaluation: Evaluation,
+    *,
+    partial=(),
+    started_by=None,
+    task_sha256: str = PINNED,
+    sequence: int = 1,
+    workspace_id: str = "ws",
+):
+    """A store entry as the recorder writes it: full unless ``partial`` reasons are given."""
+    from quaere.store.records import EvaluationEntry, RunKind, Starter, TaskIdentity, TrustMode
+
+    return EvaluationEntry(
+        sequence=sequence,
+        workspace_id=workspace_id,
+        kind=RunKind.PARTIAL if partial else RunKind.FULL,
+        partial=tuple(partial),
+        started_by=started_by or Starter.CALLER,
+        trust_mode=TrustMode.SAME_USER,
+        task=TaskIdentity(name="toy", reference="toy", sha256=task_sha256, files=1),
+        evaluation=evaluation,
+    )
+
+
+def confirmed(evaluation: Evaluation, **kw):
+    from quaere.store.records import Starter
+
+    return entry(evaluation, started_by=Starter.CONFIRMATION, **kw)

@@ -3,10 +3,11 @@
 A workspace of the CPU task with ``quaere hooks install`` done; the scripted model runs ``quaere eval`` on a
 broken candidate, claims it is done; ``quaere hook stop`` (run by the CLI from .claude/settings.json)
 blocks with the failing scenarios and a question; the test sees both arrive in the model's next request;
-the model fixes the kernel and evaluates it for real; its next stop goes through because the goal is met.
+the model fixes the kernel and evaluates it for real; its next stop goes through because the goal is met (after the hook's own confirming evaluation).
 
-The goal is relaxed to 0.5x the initial kernel in a copy of the task, so that the real timing of a correct
-kernel on a loaded CI machine meets it every time: what is under test is the loop, not the speed.
+The goal is relaxed to 0.25x the initial kernel in a copy of the task, so that the real timing of a correct
+kernel on a loaded CI machine meets it every time, margin included (on two shared cores one configuration's
+spread reached half of its median), and with more samples: what is under test is the loop, not the speed.
 """
 
 from __future__ import annotations
@@ -24,13 +25,14 @@ from typing import Any
 import pytest
 
 from quaere.agents.fake_anthropic import RecordedRequest, ScriptedAnthropicServer, Turn
-from quaere.evaluate.ledger import read_ledger
 from quaere.questions.queue import enqueue
 from quaere.questions.sources import ChosenQuestion
 from quaere.records import Moment
 from quaere.task.loader import SHIPPED_TASKS_DIR
 from quaere.trace import QuestionAsked, StopDecision, read_trace
-from quaere.workspace import create_workspace
+from quaere.store import Store
+from quaere.store.pinning import init_workspace
+from quaere.store.records import Starter
 
 pytestmark = pytest.mark.slow
 
@@ -88,9 +90,13 @@ def _task_copy(tmp_path: Path) -> Path:
     shutil.copytree(SHIPPED_TASKS_DIR / "cpu_softmax", folder, ignore=shutil.ignore_patterns("__pycache__"))
     toml = folder / "task.toml"
     text = re.sub(
-        r"targets = \[.*\]", 'targets = [{ baseline = "initial", ratio = 0.5, scenarios = "*" }]', toml.read_text()
+        r"targets = \[.*\]", 'targets = [{ baseline = "initial", ratio = 0.25, scenarios = "*" }]', toml.read_text()
     )
-    assert "ratio = 0.5" in text
+    assert "ratio = 0.25" in text
+    # More samples than the shipped task takes: the margin is two standard errors of each median, and on a
+    # loaded machine a handful of samples leaves too wide an error for any target.
+    text = re.sub(r"budget_ms = .*", "budget_ms = 400.0", re.sub(r"min_reps = .*", "min_reps = 25", text))
+    text = re.sub(r"max_reps = .*", "max_reps = 80", text)
     toml.write_text(text)
     return folder
 
@@ -102,7 +108,7 @@ def _quaere(*args: str, cwd: Path) -> subprocess.CompletedProcess:
 @pytest.fixture
 def workspace(tmp_path):
     task = _task_copy(tmp_path)
-    ws = create_workspace(tmp_path / "ws", str(task), task / "kernel.cpp")
+    ws, _ = init_workspace(Store(Path(os.environ["QUAERE_STORE_DIR"])), tmp_path / "ws", str(task), False, tmp_path)
     (tmp_path / "good.cpp").write_text((task / "kernel.cpp").read_text())
     ws.candidate.write_text(BROKEN_KERNEL)
     done = _quaere(
@@ -166,8 +172,11 @@ def test_stop_hook_blocks_with_failures_and_question_then_lets_the_met_goal_stop
     stop_question = next(q for q in questions if q.moment is Moment.CLAIMED_LIMIT)
     assert stop_question.source == "human"
 
-    evaluations = read_ledger(ws.ledger).evaluations
-    assert [e.correct for e in evaluations] == [False, True]
+    entries = Store(Path(os.environ["QUAERE_STORE_DIR"])).read(ws.id).entries
+    # the agent's two evaluations, then quaere's own confirmation run by the Stop hook before allowing
+    assert [(e.evaluation.correct, e.started_by) for e in entries] == [
+        (False, Starter.CALLER), (True, Starter.CALLER), (True, Starter.CONFIRMATION)
+    ]
     result = [json.loads(line) for line in run.stdout.splitlines() if line.startswith("{")][-1]
     assert result["type"] == "result" and result["result"] == DONE
 

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 
 import pytest
 
-from quaere.evaluate.ledger import append_evaluation, read_ledger
+from quaere.goal_source import StoreGoal
 from quaere.hooks.dialect import HookDialect
 from quaere.hooks.handlers import (
     HookDeps,
@@ -15,12 +17,14 @@ from quaere.hooks.handlers import (
     handle_prompt,
     handle_stop,
 )
-from quaere.hooks.state import HookBudget, read_state, update_state
+from quaere.hooks.state import HookBudget, StateFile, read_state, update_state
 from quaere.records import Moment, Verdict
+from quaere.store import Store
+from quaere.store.records import EvaluationEntry, Starter
 from quaere.trace import read_trace
 from quaere.workspace import content_hash, create_workspace
 
-from .factories import bench, evaluation, spec
+from .factories import PINNED, bench, entry, evaluation, spec
 from .fakes import FixedMoments, FixedQuestions
 
 
@@ -40,17 +44,45 @@ def ws(tmp_path):
     return create_workspace(tmp_path / "ws", "toy", kernel)
 
 
+def store_of(ws) -> Store:
+    """The test's own signed store (conftest points $QUAERE_STORE_DIR at a fresh folder per test)."""
+    return Store(Path(os.environ["QUAERE_STORE_DIR"]))
+
+
+def append(ws, made: EvaluationEntry) -> None:
+    store_of(ws).append(ws.id, lambda n: made.model_copy(update={"sequence": n, "workspace_id": ws.id}))
+
+
+class CopyConfirmer:
+    """Confirms by signing a copy of the latest evaluation in as quaere's own (a steady kernel's confirmation)."""
+
+    def __init__(self, ws):
+        self.ws, self.calls = ws, 0
+
+    def confirm(self, candidate_hash):
+        self.calls += 1
+        latest = store_of(self.ws).read(self.ws.id).entries[-1]
+        append(self.ws, latest.model_copy(update={"started_by": Starter.CONFIRMATION}))
+
+
+def state_of(ws):
+    return StateFile(store_of(ws).folder(ws.id), store_of(ws).signer())
+
+
 def deps_for(ws, moments=(), agent=HookDialect.CLAUDE_CODE, **kw):
     def read():
-        ledger = read_ledger(ws.ledger)
-        return ledger.evaluations, ledger.problems
+        found = store_of(ws).read(ws.id)
+        return found.evaluations, [p.render() for p in found.problems]
 
+    goal = StoreGoal(spec(), lambda: store_of(ws).read(ws.id), PINNED, confirmer=kw.pop("confirmer", CopyConfirmer(ws)))
     return HookDeps(
         workspace=ws,
         spec=spec(),
         questions=FixedQuestions(),
         moments=FixedMoments(moments),
         read_evaluations=read,
+        goal=goal,
+        hook_state=state_of(ws),
         clock=kw.pop("clock", Clock()),
         agent=agent,
         **kw,
@@ -76,7 +108,7 @@ def add_eval(ws, ok=True, **kw):
         benchmarks=[bench("b1", 1.0, 2.0), bench("b2", 1.0, 2.0 if ok else 1.1)],
         **kw,
     )
-    append_evaluation(ws.ledger, ev)
+    append(ws, entry(ev))
 
 
 def events(ws, kind):
@@ -97,15 +129,24 @@ def test_stop_unmet_blocks_with_numbers_and_question(ws):
     [decision] = events(ws, "stop_decision")
     assert (decision.decision, decision.goal_status) == ("block", "unmet")
     assert events(ws, "question")[0].moment is Moment.CLAIMED_LIMIT
-    assert read_state(ws.state).blocks == 1
+    assert read_state(state_of(ws)).blocks == 1
+    assert not (ws.state / "hooks.json").exists()  # the counters live in the store, signed
 
 
-def test_stop_met_allows(ws):
+def test_stop_met_allows_after_its_confirmation(ws):
     add_eval(ws, ok=True)
-    answer = handle_stop(stop_payload(), deps_for(ws))
+    deps = deps_for(ws)
+    answer = handle_stop(stop_payload(), deps)
     assert answer.decision == "allow" and "decision" not in answer.output
+    assert deps.goal.confirmer.calls == 1  # the evaluations held: quaere ran its own before allowing
     assert events(ws, "stop_decision")[0].goal_status == "met"
-    assert read_state(ws.state).blocks == 0
+    assert read_state(state_of(ws)).blocks == 0
+
+
+def test_stop_unconfirmed_blocks_without_a_confirmer(ws):
+    add_eval(ws, ok=True)
+    answer = handle_stop(stop_payload(), deps_for(ws, confirmer=None))
+    assert answer.decision == "block" and "UNCONFIRMED" in answer.output["reason"]
 
 
 def test_stop_stale_blocks(ws):
@@ -138,7 +179,7 @@ def test_wall_time_and_session_budgets(ws):
     clock.t += 61
     answer = handle_stop(stop_payload("a"), deps)
     assert answer.decision == "allow" and "wall_s budget spent" in answer.output["systemMessage"]
-    update_state(ws.state, lambda s: setattr(s, "started_at", clock.t))
+    update_state(state_of(ws), lambda s: setattr(s, "started_at", clock.t))
     assert handle_stop(stop_payload("b"), deps).decision == "block"
     assert handle_stop(stop_payload("c"), deps).decision == "allow"  # third session > 2
 
@@ -148,13 +189,13 @@ def test_openhands_block_uses_exit_2_and_deny(ws):
     assert answer.exit_code == 2 and answer.output["decision"] == "deny"
 
 
-def test_broken_ledger_line_is_reported_and_judged_on_the_rest(ws):
+def test_a_torn_store_line_is_reported_and_withholds_the_goal(ws):
     add_eval(ws, ok=True)
-    with open(ws.ledger, "a") as f:
+    with open(store_of(ws).records_path(ws.id), "a") as f:
         f.write('{"torn": tr')
     answer = handle_stop(stop_payload(), deps_for(ws))
-    assert answer.decision == "allow"
-    assert "not JSON" in answer.stderr
+    assert answer.decision == "block"
+    assert "tampered (not_json)" in answer.stderr and "store: tampered" in answer.output["reason"]
 
 
 def test_broken_answer_blocks_then_lets_go(ws):

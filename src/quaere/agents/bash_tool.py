@@ -11,8 +11,21 @@ import os
 import signal
 import subprocess
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+
+
+@dataclass(frozen=True)
+class RunAs:
+    """Another account for the agent's commands (separate-user mode, set up by a root ``quaere run``): its
+    uid and gid (no supplementary group), and variables laid over the inherited environment."""
+
+    uid: int
+    gid: int
+    env: Mapping[str, str] = field(default_factory=dict)
+
+    def popen_args(self, env: Mapping[str, str] | None) -> dict:
+        return {"user": self.uid, "group": self.gid, "extra_groups": [], "env": {**(env or os.environ), **self.env}}
 
 
 @dataclass(frozen=True)
@@ -33,12 +46,16 @@ class BashResult:
         return f"{text}\n[{status}]" if text else f"[{status}]"
 
 
-def run_bash(command: str, cwd: Path, timeout_s: float, env: Mapping[str, str] | None = None) -> BashResult:
-    """Run ``command`` with ``bash -c`` in ``cwd``; kill its whole process group after ``timeout_s``."""
+def run_bash(
+    command: str, cwd: Path, timeout_s: float, env: Mapping[str, str] | None = None, run_as: RunAs | None = None
+) -> BashResult:
+    """Run ``command`` with ``bash -c`` in ``cwd`` (as ``run_as`` when given); kill its whole process group
+    after ``timeout_s``."""
+    account = run_as.popen_args(env) if run_as is not None else {"env": dict(env) if env is not None else None}
     process = subprocess.Popen(
         ["bash", "-c", command],
         cwd=cwd,
-        env=dict(env) if env is not None else None,
+        **account,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

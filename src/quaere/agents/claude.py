@@ -155,6 +155,7 @@ class ClaudeAgent:
         settings: ClaudeSettings,
         secrets: tuple[str, ...] = (),
         extra_env: dict[str, str] | None = None,
+        user: str | None = None,
         max_blocks: int | None = None,
     ) -> None:
         """``max_blocks``: the campaign's Stop-block budget, passed to the CLI as its block cap (None: the
@@ -162,6 +163,7 @@ class ClaudeAgent:
         self.settings = settings
         self.secrets = secrets
         self.extra_env = dict(extra_env or {})  # for the CLI only, over the inherited environment
+        self.user = user  # separate-user mode: the CLI runs as this account (the SDK sets its uid)
         self.max_blocks = max_blocks
 
     def options(
@@ -189,6 +191,7 @@ class ClaudeAgent:
             cli_path=self.settings.cli_path,
             max_budget_usd=limits.cost_usd,
             stderr=stderr,
+            user=self.user,
         )
 
     def run_session(self, workspace: Path, opening: str, hooks: HookSet, limits: SessionLimits) -> SessionOutcome:

@@ -152,9 +152,15 @@ class MiniAgent:
         return SessionOutcome(EndReason.ERROR, agent.tool_calls, cost, f"mini-swe-agent ended with {status}")
 
 
-def workspace_hooks(root: Path) -> HookSet:
+def workspace_hooks(root: Path, store_root: Path | None = None) -> HookSet:
     """quaere's hooks for a mini-swe-agent run of your own in the workspace at ``root`` (no campaign):
-    the goal and block budget of ``.quaere/hooks.json``, questions from the bank and ``quaere ask``."""
+    the goal on the signed store at ``store_root`` (default: :func:`quaere.store.default_store_root` of
+    this process's environment) with its confirmation, the pinned block budget, questions from the bank
+    and ``quaere ask``."""
+    import os
+
+    from quaere.serve.access import confirmer_for
+    from quaere.store import Store, default_store_root
     from quaere.agents.session import Counters, Limits, SessionHooks
     from quaere.hooks.dialect import HookDialect
     from quaere.hooks.state import update_state
@@ -163,12 +169,14 @@ def workspace_hooks(root: Path) -> HookSet:
     from quaere.workspace import open_workspace
 
     workspace = open_workspace(root)
+    store = Store(store_root or default_store_root(os.environ))
     session_id = f"mini-{uuid.uuid4().hex[:12]}"
     state = update_state(workspace.state, lambda s: s.sessions.append(session_id))
     return SessionHooks(
         session=state.sessions.index(session_id) + 1,
         session_id=session_id,
-        deps=build_deps(workspace, HookDialect.CLAUDE_CODE, retime=True, record_tool_events=False),
+        deps=build_deps(workspace, store, HookDialect.CLAUDE_CODE, confirmer=confirmer_for(store, workspace),
+                        record_tool_events=False),
         writer=TraceWriter(workspace.trace),
         counters=Counters(),
         limits=Limits(tool_calls=None, wall_s=None),

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from quaere.agents.base import EndReason, HookSet, SessionLimits, SessionOutcome
-from quaere.agents.bash_tool import run_bash
+from quaere.agents.bash_tool import RunAs, run_bash
 from quaere.agents.config import OpenAISettings
 from quaere.trace import AgentMessage, ToolCall, ToolResult, cut, redact
 
@@ -56,9 +56,10 @@ class OpenAIAgent:
 
     name = "openai"
 
-    def __init__(self, settings: OpenAISettings, secrets: tuple[str, ...] = ()) -> None:
+    def __init__(self, settings: OpenAISettings, secrets: tuple[str, ...] = (), run_as: RunAs | None = None) -> None:
         self.settings = settings
         self.secrets = secrets
+        self.run_as = run_as
 
     def run_session(self, workspace: Path, opening: str, hooks: HookSet, limits: SessionLimits) -> SessionOutcome:
         from openai import OpenAI, OpenAIError
@@ -122,7 +123,7 @@ class OpenAIAgent:
             full = f"error: the only tool is bash with a string argument 'command'; got {call.name}({call.arguments})"
             text, is_error = full, True
         else:
-            result = run_bash(command, workspace, self.settings.command_timeout_s)
+            result = run_bash(command, workspace, self.settings.command_timeout_s, run_as=self.run_as)
             full, is_error = result.output, result.exit_code != 0
             text = result.for_model(self.settings.output_chars)
         kept, digest = cut(full)

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Literal
 
 from quaere.agents.base import EndReason, HookSet, SessionLimits, SessionOutcome
-from quaere.agents.bash_tool import run_bash
+from quaere.agents.bash_tool import RunAs, run_bash
 from quaere.jsonl import read_json_file
 from quaere.trace import AgentMessage, ToolCall, ToolResult, cut
 
@@ -60,10 +60,11 @@ class ScriptedAgent:
 
     name = "scripted"
 
-    def __init__(self, actions: Sequence[Action], command_timeout_s: float = 600.0) -> None:
+    def __init__(self, actions: Sequence[Action], command_timeout_s: float = 600.0, run_as: RunAs | None = None) -> None:
         self.actions = list(actions)
         self.position = 0
         self.command_timeout_s = command_timeout_s
+        self.run_as = run_as
 
     def run_session(self, workspace: Path, opening: str, hooks: HookSet, limits: SessionLimits) -> SessionOutcome:
         hooks.on_prompt(opening)
@@ -89,7 +90,7 @@ class ScriptedAgent:
         """Run one command as a tool call; return the halt reason when a budget ended the session."""
         call_id = f"scripted_{uuid.uuid4().hex[:12]}"
         hooks.record(ToolCall(call_id=call_id, tool="bash", input=command))
-        result = run_bash(command, workspace, self.command_timeout_s)
+        result = run_bash(command, workspace, self.command_timeout_s, run_as=self.run_as)
         text, digest = cut(result.output)
         hooks.record(ToolResult(call_id=call_id, output=text, output_sha256=digest, is_error=result.exit_code != 0))
         answer = hooks.after_tool("bash", {"command": command}, result.output)

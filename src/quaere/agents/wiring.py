@@ -6,6 +6,7 @@ and from the CLI module (which only parses). Heavy parts are imported inside the
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,6 +14,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from quaere.agents.base import Agent
+from quaere.agents.bash_tool import RunAs
 from quaere.agents.config import CampaignConfig, config_from_env, config_from_saved
 
 
@@ -75,16 +77,17 @@ def make_config(request: RunRequest, env: Mapping[str, str]) -> CampaignConfig:
         raise WiringError(f"setting '{'.'.join(str(p) for p in first['loc'])}': {first['msg']}") from None
 
 
-def make_agent(config: CampaignConfig) -> Agent:
-    """The backend named by ``config.agent``."""
+def make_agent(config: CampaignConfig, run_as: RunAs | None = None, user: str | None = None) -> Agent:
+    """The backend named by ``config.agent``; its commands run as ``run_as`` (the CLI as ``user``) when given."""
     if config.agent == "claude":
         from quaere.agents.claude import ClaudeAgent
 
-        return ClaudeAgent(config.claude, config.secret_values(), max_blocks=config.budgets.max_blocks)
+        return ClaudeAgent(config.claude, config.secret_values(), dict(run_as.env) if run_as else None, user,
+                           max_blocks=config.budgets.max_blocks)
     if config.agent == "openai":
         from quaere.agents.openai_loop import OpenAIAgent
 
-        return OpenAIAgent(config.openai, config.secret_values())
+        return OpenAIAgent(config.openai, config.secret_values(), run_as)
     if config.agent == "mini":
         try:
             from quaere.agents.mini import MiniAgent
@@ -97,7 +100,7 @@ def make_agent(config: CampaignConfig) -> Agent:
     if config.script is None:
         raise WiringError("--agent scripted needs --script FILE (a JSON list of say/bash/stop actions)")
     try:
-        return ScriptedAgent(load_script(config.script))
+        return ScriptedAgent(load_script(config.script), run_as=run_as)
     except ScriptError as exc:
         raise WiringError(str(exc)) from None
 
@@ -121,13 +124,23 @@ def run_from_cli(request: RunRequest, env: Mapping[str, str]):  # -> quaere.camp
     from quaere.agents.human import terminal_ask
     from quaere.agents.state import StateError
     from quaere.campaign import run_campaign
+    from quaere.serve.deploy import DeployError, strongest
     from quaere.task import TaskError
     from quaere.workspace import WorkspaceError
 
     config = make_config(request, env)
     display = RichDisplay() if request.live else NullDisplay()
     try:
+        deployment = strongest(env)
+    except DeployError as exc:
+        raise WiringError(str(exc)) from None
+    run_as = deployment.run_as()
+    try:
         source = make_source(config, terminal_ask(display) if config.source == "human" else None)
-        return run_campaign(config, make_agent(config), source, resume=request.resume, display=display)
+        agent = make_agent(config, run_as, deployment.agent.name if deployment.agent else None)
+        return run_campaign(config, agent, source, resume=request.resume, display=display, deployment=deployment,
+                            announce=lambda line: print(line, file=sys.stderr, flush=True))
     except (TaskError, StateError, WorkspaceError) as exc:
         raise WiringError(str(exc)) from None
+    finally:
+        deployment.close()

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import typer
 
-from quaere.cli import bank_cmd, eval_cmd, hooks_cmd, report_cmd, run_cmd, task_cmd
+from quaere.cli import bank_cmd, eval_cmd, hooks_cmd, report_cmd, run_cmd, serve_cmd, task_cmd
 
 app = typer.Typer(
     name="quaere",
@@ -16,7 +16,6 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-
 
 
 @app.callback()
@@ -32,5 +31,5 @@ def version() -> None:
     typer.echo(__version__)
 
 
-for _module in (eval_cmd, bank_cmd, hooks_cmd, run_cmd, report_cmd, task_cmd):
+for _module in (eval_cmd, bank_cmd, hooks_cmd, run_cmd, report_cmd, serve_cmd, task_cmd):
     _module.register(app)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -20,85 +21,78 @@ def _fail(message: str) -> None:
 def eval_command(
     candidate: Annotated[Path | None, typer.Argument(help="Kernel source; default: the workspace's candidate, "
                                                      "or the task's initial kernel outside a workspace.")] = None,
-    task: Annotated[str | None, typer.Option("--task", help="Shipped task name or task folder; default: the "
-                    "workspace's, else flash_attention_hopper with a GPU, cpu_softmax without.")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print exactly one JSON object: the ledger record, with "
-                       "NaN written as null (strict JSON).")] = False,
+    task: Annotated[str | None, typer.Option("--task", help="Shipped task name or task folder path (./dir); "
+                    "default: the workspace's pinned task, else flash_attention_hopper with a GPU, cpu_softmax "
+                    "without. Another task than the pinned one makes a partial run.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print exactly one JSON object: the signed store entry in "
+                       "a workspace (the evaluation alone outside one), NaN written as null.")] = False,
     scenarios: Annotated[Path | None, typer.Option("--scenarios", help='JSON list [{"id": ..., "params": {...}}] '
-                         "replacing the task's correctness scenarios.")] = None,
-    seed: Annotated[int | None, typer.Option("--seed", min=0, help="Seed of the random inputs (default: fresh).")] = None,
-    no_benchmark: Annotated[bool, typer.Option("--no-benchmark", help="Correctness only, no timing.")] = False,
-    no_device: Annotated[bool, typer.Option("--no-device", help="Build and audit only.")] = False,
+                         "replacing the task's correctness scenarios (a partial run).")] = None,
+    seed: Annotated[int | None, typer.Option("--seed", min=0, help="Seed of the random inputs (default: fresh; "
+                    "a given seed makes a partial run).")] = None,
+    no_benchmark: Annotated[bool, typer.Option("--no-benchmark", help="Correctness only, no timing "
+                            "(a partial run).")] = False,
+    no_device: Annotated[bool, typer.Option("--no-device", help="Build and audit only (a partial run).")] = False,
     all_rows: Annotated[bool, typer.Option("--all", help="List passed scenarios too when there are many.")] = False,
 ) -> None:
-    """Build, audit, check every correctness scenario and time the benchmark set; append to the ledger.
+    """Build, audit, check every correctness scenario and time the benchmark set; sign it into the store.
 
-    Exit status 0 only when build and audit pass and every scenario is correct.
+    Only a full evaluation (no --scenarios, --seed, --no-benchmark, --no-device, nor another --task) counts
+    for the goal. Exit status 0 only when build and audit pass and every scenario is correct.
     """
     from rich.console import Console
 
-    from quaere.evaluate import EvalOptions, ScenariosFileError, run_evaluation
-    from quaere.evaluate.device import default_task_name, gpu_present
+    from quaere.evaluate import ScenariosFileError
     from quaere.evaluate.display import RichProgress, render
-    from quaere.evaluate.ledger import append_evaluation
-    from quaere.evaluate.summary import to_trace_event
-    from quaere.task.loader import load_task
-    from quaere.task.spec import TaskError
-    from quaere.trace import TraceWriter, current_session, read_trace
-    from quaere.workspace import STATE_DIR, WorkspaceError, open_workspace
+    from quaere.recording import EvalRequest, describe_entry
+    from quaere.serve.access import EvalCommandError, run_eval_command
+    from quaere.store import Store, default_store_root
 
-    try:
-        workspace = open_workspace(Path.cwd())
-    except WorkspaceError:
-        workspace = None
-    try:
-        loaded = load_task(task or (workspace.task if workspace else default_task_name(gpu_present())))
-    except TaskError as exc:
-        _fail(str(exc))
-    source = candidate or (workspace.candidate if workspace else loaded.initial_kernel)
-    if not source.is_file():
-        _fail(f"{source}: no such candidate file")
-    options = EvalOptions(seed=seed, scenarios_file=scenarios, benchmark=not no_benchmark, no_device=no_device)
+    request = EvalRequest(candidate=candidate, task=task, scenarios_file=scenarios, seed=seed,
+                          benchmark=not no_benchmark, no_device=no_device)
+    store = Store(default_store_root(os.environ))
     console = Console(stderr=as_json)
     try:
         if as_json:
-            evaluation = run_evaluation(loaded, source.resolve(), options)
+            done = run_eval_command(request, store, Path.cwd(), None)
         else:
             with RichProgress(console) as progress:
-                evaluation = run_evaluation(loaded, source.resolve(), options, progress)
-    except ScenariosFileError as exc:
+                done = run_eval_command(request, store, Path.cwd(), progress)
+    except (ScenariosFileError, EvalCommandError) as exc:
         _fail(str(exc))
-    ledger = workspace.ledger if workspace else Path.cwd() / STATE_DIR / "ledger.jsonl"
-    append_evaluation(ledger, evaluation)
-    if workspace is not None:
-        workspace.keep_version(source)
-        session = current_session(read_trace(workspace.trace).events)
-        TraceWriter(workspace.trace).write(to_trace_event(evaluation, loaded.spec).model_copy(update={"session": session}))
+    evaluation = done.evaluation
     if as_json:
-        sys.stdout.write(evaluation.model_dump_json() + "\n")
+        record = done.entry if done.entry is not None else evaluation
+        sys.stdout.write(record.model_dump_json() + "\n")
     else:
         render(evaluation, console, all_rows=all_rows)
-        console.print(f"ledger: {ledger}")
+        console.print(describe_entry(done.entry, store) if done.entry is not None else
+                      f"not in a workspace: nothing recorded for any goal; written to {done.ledger}")
     raise typer.Exit(0 if evaluation.correct else EXIT_NOT_CORRECT)
 
 
 def init_command(
-    task: Annotated[str, typer.Option("--task", help="Shipped task name or task folder.")],
+    task: Annotated[str, typer.Option("--task", help="Shipped task name, or a task folder as a path (./dir).")],
     directory: Annotated[Path, typer.Argument(help="Folder to make a workspace (created if missing).")] = Path("."),
-    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing workspace and candidate.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing workspace and candidate, and "
+                     "re-pin the task (a new goal).")] = False,
 ) -> None:
-    """Make DIR a workspace: a copy of the task's initial kernel as the candidate, and .quaere/."""
-    from quaere.task.loader import SHIPPED_TASKS_DIR, load_task
+    """Make DIR a workspace: a copy of the task's initial kernel as the candidate, and .quaere/; pin the
+    task (name and content hash) in the evaluation store, outside the workspace."""
+    from quaere.store import Store, StoreError, default_store_root
+    from quaere.store.modes import mode_line
+    from quaere.store.pinning import init_workspace
     from quaere.task.spec import TaskError
-    from quaere.workspace import WorkspaceError, create_workspace
 
+    store = Store(default_store_root(os.environ))
     try:
-        loaded = load_task(task)
-        name = loaded.spec.name if loaded.folder.parent == SHIPPED_TASKS_DIR else str(loaded.folder)
-        workspace = create_workspace(directory, name, loaded.initial_kernel, overwrite=force)
-    except (TaskError, WorkspaceError) as exc:
+        workspace, registration = init_workspace(store, directory, task, force, Path.cwd())
+    except (TaskError, StoreError) as exc:
         _fail(str(exc))
-    typer.echo(f"workspace {workspace.root}: task {loaded.spec.name}, candidate {workspace.candidate_name}")
+    typer.echo(f"workspace {workspace.root}: task {registration.task.name} (sha256 {registration.task.sha256[:12]}), "
+               f"candidate {workspace.candidate_name}")
+    typer.echo(f"store: {store.folder(workspace.id)}")
+    typer.echo(mode_line(registration.trust_mode))
 
 
 def register(app: typer.Typer) -> None:

@@ -34,22 +34,35 @@ def _fail(message: str, code: int = 2) -> typer.Exit:
 
 
 def goal(
-    retime: bool = typer.Option(False, "--retime", help="Re-time near misses (within their spread) before deciding."),
+    confirm: bool = typer.Option(
+        False, "--confirm", "--retime",
+        help="When everything holds on your evaluations, run the confirming full evaluation now.",
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the status as one JSON object."),
     path: Path = typer.Option(Path("."), "--workspace", "-w", help="A folder inside the workspace."),
 ) -> None:
-    """Print met / unmet / stale with every failing scenario and its numbers; exit 0 only when met."""
-    from quaere.goal import render_goal
+    """Print met / unconfirmed / unmet / stale with every failing scenario and its numbers; exit 0 only when met.
+
+    Judged on the signed store only: full evaluations of the pinned task, pooled, with a margin over each
+    target, and a confirming evaluation that quaere starts itself.
+    """
+    from quaere.goal_render import render_goal
     from quaere.hooks.handlers import current_goal
     from quaere.hooks.wiring import build_deps
+    from quaere.serve.access import confirmer_for
+    from quaere.serve.client import ServiceError
+    from quaere.store import Store, StoreError, default_store_root
 
+    store = Store(default_store_root(os.environ))
     try:
-        deps = build_deps(open_workspace(path), HookDialect.CLAUDE_CODE, retime=retime)
+        workspace = open_workspace(path)
+        deps = build_deps(workspace, store, HookDialect.CLAUDE_CODE,
+                          confirmer=confirmer_for(store, workspace) if confirm else None)
         status, problems = current_goal(deps)
-    except (WorkspaceError, TaskError) as exc:
+    except (WorkspaceError, TaskError, StoreError, ServiceError) as exc:
         raise _fail(str(exc)) from None
     for problem in problems:
-        typer.echo(f"ledger: {problem}", err=True)
+        typer.echo(f"store: {problem}", err=True)
     if as_json:
         typer.echo(status.model_dump_json(indent=2))
     else:
@@ -95,15 +108,23 @@ def _emit(answer) -> None:
 def hook(
     event: str = typer.Argument(..., help="stop, post-tool or prompt"),
     agent: HookDialect = typer.Option(HookDialect.CLAUDE_CODE, "--agent", help="Whose hook protocol to answer in."),
-    retime: bool = typer.Option(False, "--retime", help="Stop: re-time near misses before deciding."),
+    retime: bool = typer.Option(False, "--retime", hidden=True, help="Kept for old settings; the Stop hook "
+                                "always runs the goal's confirmation when it is due."),
     root: Path | None = typer.Option(
         None, "--root", help="Answer only inside this workspace; elsewhere stay silent (user-level settings)."
     ),
 ) -> None:
-    """Answer one agent hook: read its JSON on stdin, print the answer JSON."""
-    from quaere.hooks import handlers
-    from quaere.hooks.wiring import build_deps
+    """Answer one agent hook: read its JSON on stdin, print the answer JSON.
 
+    Stop runs the goal's confirming evaluation when everything else holds (it takes a full evaluation).
+    """
+    from quaere.hooks import handlers
+    from quaere.hooks.wiring import build_deps, hook_state_file
+    from quaere.serve.access import confirmer_for
+    from quaere.serve.client import ServiceError
+    from quaere.store import Store, StoreError, default_store_root
+
+    del retime  # accepted so that settings written by older versions keep working
     if event not in _EVENTS:
         raise _fail(f"quaere hook: unknown event '{event}'; expected one of {sorted(_EVENTS)}")
     name = _EVENTS[event]
@@ -120,7 +141,11 @@ def hook(
             _emit(_broken(name, problem, agent, state_dir, None))
         workspace = open_workspace(_project_dir(payload))
         state_dir = workspace.state
-        deps = build_deps(workspace, agent, retime=retime)
+        store = Store(default_store_root(os.environ))
+        # Counted in the store from here on: a refusal below must not be counted in a file the agent edits.
+        state_dir = hook_state_file(store, workspace)
+        confirmer = confirmer_for(store, workspace) if event == "stop" else None
+        deps = build_deps(workspace, store, agent, confirmer=confirmer)
         handler = {
             "stop": handlers.handle_stop,
             "post-tool": handlers.handle_post_tool,
@@ -129,19 +154,25 @@ def hook(
         _emit(handler[event](payload, deps))
     except typer.Exit:
         raise
-    except (WorkspaceError, TaskError, HookStateError, OSError, ValueError) as exc:
+    except (WorkspaceError, TaskError, StoreError, ServiceError, HookStateError, OSError, ValueError) as exc:
         _emit(_broken(name, f"{type(exc).__name__}: {exc}", agent, state_dir, payload))
     except Exception as exc:  # never a silent crash: a traceback-free note and the safe answer
         _emit(_broken(name, f"internal error {type(exc).__name__}: {exc}", agent, state_dir, payload))
 
 
-def _broken(event: str, message: str, agent: HookDialect, state_dir: Path | None, payload: dict[str, Any] | None):
+def _broken(event: str, message: str, agent: HookDialect, state_dir: Any, payload: dict[str, Any] | None):
+    """The safe answer, counted in ``state_dir`` (the store's hook state once known, else the workspace's)."""
     from quaere.hooks.answers import broken_answer, trace_broken
 
     session = str(payload.get("session_id", "")) if payload else ""
     answer = broken_answer(event, message, agent, state_dir, session)
-    if state_dir is not None and state_dir.is_dir():
-        trace_broken(state_dir / "trace.jsonl", event, message, answer)
+    trace_dir = None
+    try:
+        trace_dir = open_workspace(_project_dir(payload)).state
+    except WorkspaceError:
+        pass
+    if trace_dir is not None and trace_dir.is_dir():
+        trace_broken(trace_dir / "trace.jsonl", event, message, answer)
     return answer
 
 
@@ -187,6 +218,21 @@ def hooks_install(
     typer.echo(f"quaere hooks {verb} {result.settings_path}{'' if result.changed else ' (already so)'}")
     for note in result.notes:
         typer.echo(f"note: {note}")
+    if not uninstall:
+        typer.echo(_pin_budget(root, budget))
+
+
+def _pin_budget(root: Path, budget: HookBudget) -> str:
+    """Pin the Stop hook's budget in the store's registration, where the agent cannot raise it."""
+    from quaere.store import Store, StoreError, default_store_root
+
+    store = Store(default_store_root(os.environ))
+    try:
+        workspace = open_workspace(root)
+        store.update_registration(workspace.id, lambda r: r.model_copy(update={"budget": budget}))
+    except (WorkspaceError, StoreError) as exc:
+        return f"note: the block budget is not pinned in the store ({exc}); run `quaere init` first"
+    return f"block budget pinned in {store.registration_path(workspace.id)}"
 
 
 def register(app: typer.Typer) -> None:

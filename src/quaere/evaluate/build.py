@@ -1,8 +1,11 @@
 """Run a task's one build command on a source file; a compile error is a verdict, never a traceback.
 
 Builds live in ``<cache>/<key>/`` where the key hashes the command template and the source bytes; a
-cached build is reused only while every header it read (from the ``-MD`` depfile) is unchanged. The full
-compiler output is kept in ``build.log`` beside the artifact; the record carries its tail.
+cached build is reused only while every header it read (from the ``-MD`` depfile) is unchanged and its
+``kernel.so`` still has the sha256 recorded when it was built (an overwritten one is rebuilt, and the
+build log says so). Where the agent can write the cache (same-user mode) it could rewrite both the
+artifact and its record: the check catches a swapped file, the evaluator service's own cache the rest.
+The full compiler output is kept in ``build.log`` beside the artifact; the record carries its tail.
 """
 
 from __future__ import annotations
@@ -88,16 +91,26 @@ def build_key(template: str, source_bytes: bytes) -> str:
     return digest.hexdigest()[:32]
 
 
-def _cached(folder: Path) -> BuildResult | None:
-    """A previous successful build in ``folder`` whose headers are unchanged, if any."""
+def _file_sha256(path: Path) -> str:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return ""
+
+
+def _cached(folder: Path) -> tuple[BuildResult | None, str]:
+    """A previous successful build in ``folder`` whose headers are unchanged and whose artifact still has
+    the sha256 recorded when it was built; else None and, when the artifact was changed, why."""
     try:
         saved = json.loads((folder / RECORD_NAME).read_text())
         result = BuildResult.model_validate(saved["result"])
     except (OSError, ValueError, KeyError):
-        return None
+        return None, ""
     if not Path(result.artifact).exists() or _headers_digest(result.included_headers) != saved.get("headers"):
-        return None
-    return result
+        return None, ""
+    if _file_sha256(Path(result.artifact)) != saved.get("artifact_sha256"):
+        return None, f"[quaere] the cached {result.artifact} no longer had the sha256 recorded at its build: rebuilt"
+    return result, ""
 
 
 def build_source(
@@ -109,7 +122,7 @@ def build_source(
     source_bytes = source.read_bytes()
     key = build_key(spec.build, source_bytes)
     final = cache_dir / key
-    cached = _cached(final)
+    cached, stale = _cached(final)
     if cached is not None:
         return cached
     cache_dir.mkdir(parents=True, exist_ok=True)
@@ -146,11 +159,12 @@ def build_source(
         status=BuildStatus.OK, command=shown, artifact=str(final / ARTIFACT_NAME), log_tail=_tail(log),
         included_headers=headers, duration_s=duration,
     )
-    record = {"result": result.model_dump(mode="json"), "headers": _headers_digest(headers)}
+    record = {"result": result.model_dump(mode="json"), "headers": _headers_digest(headers),
+              "artifact_sha256": _file_sha256(scratch / ARTIFACT_NAME)}
     (scratch / RECORD_NAME).write_text(json.dumps(record))
     shutil.rmtree(final, ignore_errors=True)
     try:
         scratch.rename(final)
     except OSError:  # another evaluation of the same source won the race: use its build
         shutil.rmtree(scratch, ignore_errors=True)
-    return result
+    return result.model_copy(update={"log_tail": _tail(f"{log}\n{stale}")}) if stale else result

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from quaere.hooks.dialect import HookDialect, all_specs, spec_of
-from quaere.hooks.state import HookStateError, update_state
+from quaere.hooks.state import HookStateError, StateFile, update_state
 from quaere.trace import ErrorEvent, StopDecision, TraceWriter
 
 ERROR_BLOCK_LIMIT = 3  # blocks for a broken set-up when no workspace holds a budget
@@ -70,7 +70,7 @@ def context_answer(agent: HookDialect, event: str, text: str) -> HookAnswer:
 
 
 def broken_answer(
-    event: str, message: str, agent: HookDialect, state_dir: Path | None, session_id: str = ""
+    event: str, message: str, agent: HookDialect, state_dir: Path | StateFile | None, session_id: str = ""
 ) -> HookAnswer:
     """The safe answer when the hook cannot judge (bad input, no workspace, unreadable state).
 
@@ -91,8 +91,9 @@ def broken_answer(
     return block_answer(agent, reason, text)
 
 
-def _count_error_block(state_dir: Path | None, session_id: str) -> tuple[int, int]:
-    if state_dir is not None and state_dir.is_dir():
+def _count_error_block(state_dir: Path | StateFile | None, session_id: str) -> tuple[int, int]:
+    folder = state_dir.folder if isinstance(state_dir, StateFile) else state_dir
+    if state_dir is not None and folder is not None and folder.is_dir():
         try:
             state = update_state(state_dir, lambda s: setattr(s, "blocks", s.blocks + 1))
             return state.blocks, state.budget.max_blocks

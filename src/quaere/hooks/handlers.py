@@ -20,18 +20,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from quaere.goal import (
-    GoalState,
-    GoalStatus,
-    Retimer,
-    check_goal,
-    check_goal_with_retime,
-    is_timing_only,
-    render_goal,
-)
+from quaere.goal import GoalState, GoalStatus, is_timing_only
+from quaere.goal_render import render_goal
+from quaere.goal_source import GoalJudge
 from quaere.hooks.answers import HookAnswer, allow_answer, block_answer, broken_answer, context_answer
 from quaere.hooks.dialect import HookDialect
-from quaere.hooks.state import HookBudget, HookState, read_state, update_state
+from quaere.hooks.state import HookBudget, HookState, StateFile, read_state, update_state
 from quaere.hooks.transcript import new_assistant_texts
 from quaere.records import Evaluation, Moment, QuestionKind
 from quaere.task.spec import TaskSpec
@@ -88,14 +82,13 @@ class HookDeps:
     spec: TaskSpec
     questions: QuestionPicker
     moments: MomentDetector
-    read_evaluations: EvaluationReader
+    read_evaluations: EvaluationReader  # every verified store entry's evaluation, full and partial
+    goal: GoalJudge  # the goal on the signed store, with its confirmation
+    hook_state: StateFile  # the Stop hook's counters: in the store, signed (see build_deps)
     summarize: EvaluationSummary | None = None  # None: the evaluator writes its own trace events
     clock: Callable[[], float] = time.time
     agent: HookDialect = HookDialect.CLAUDE_CODE
-    budget: HookBudget | None = None  # None: the one stored in .quaere/hooks.json
-    retimer: Retimer | None = None
-    expected_correctness: tuple[str, ...] | None = None
-    expected_benchmarks: tuple[str, ...] | None = None
+    budget: HookBudget | None = None  # None: the one in the hook state (build_deps passes the pinned one)
     record_tool_events: bool = True  # False when the campaign already traces tool calls itself
     secrets: tuple[str, ...] = field(default=())
 
@@ -114,15 +107,8 @@ def _session_index(state: HookState, session_id: str) -> int:
 
 
 def current_goal(deps: HookDeps) -> tuple[GoalStatus, list[str]]:
-    """The goal status of the current candidate file, and the ledger's reading problems."""
-    evaluations, problems = deps.read_evaluations()
-    candidate = content_hash(deps.workspace.candidate)
-    kwargs = dict(expected_correctness=deps.expected_correctness, expected_benchmarks=deps.expected_benchmarks)
-    if deps.retimer is not None:
-        status = check_goal_with_retime(deps.spec, evaluations, candidate, deps.retimer, **kwargs)
-    else:
-        status = check_goal(deps.spec, evaluations, candidate, **kwargs)
-    return status, list(problems)
+    """The goal status of the current candidate file, and the store's reading problems."""
+    return deps.goal.status(content_hash(deps.workspace.candidate))
 
 
 def _ask(deps: HookDeps, moment: Moment, evidence: str, session: int) -> PickedQuestion | None:
@@ -144,7 +130,7 @@ def _ask(deps: HookDeps, moment: Moment, evidence: str, session: int) -> PickedQ
 def handle_stop(payload: dict[str, Any], deps: HookDeps) -> HookAnswer:
     """Let the agent stop only when the goal is met (or a budget is spent); else block with a question."""
     if not isinstance(payload, dict):
-        return broken_answer("Stop", "the hook input is not a JSON object", deps.agent, deps.workspace.state)
+        return broken_answer("Stop", "the hook input is not a JSON object", deps.agent, deps.hook_state)
     now = deps.clock()
     session_id = str(payload.get("session_id") or "")
 
@@ -154,12 +140,12 @@ def handle_stop(payload: dict[str, Any], deps: HookDeps) -> HookAnswer:
             state.budget = deps.budget
         _session_index(state, session_id)
 
-    state = update_state(deps.workspace.state, register)
+    state = update_state(deps.hook_state, register)
     session = _session_index(state, session_id)
     last = payload.get("last_assistant_message")
     deps.trace.write(StopAttempt(session=session, last_message=last if isinstance(last, str) else ""))
     status, problems = current_goal(deps)
-    note = "\n".join(f"quaere: ledger: {p}" for p in problems)
+    note = "\n".join(f"quaere: store: {p}" for p in problems)
     if status.met:
         reason = render_goal(status, now)
         deps.trace.write(StopDecision(session=session, decision="allow", reason=reason, goal_status="met"))
@@ -179,10 +165,10 @@ def handle_stop(payload: dict[str, Any], deps: HookDeps) -> HookAnswer:
     )
     picked = _ask(deps, Moment.CLAIMED_LIMIT, reason, session)
     if problems:
-        reason += "\n" + "\n".join(f"ledger problem: {p}" for p in problems)
+        reason += "\n" + "\n".join(f"store problem: {p}" for p in problems)
     if picked is not None:
         reason += f"\n\nQuestion: {picked.text}"
-    update_state(deps.workspace.state, lambda s: setattr(s, "blocks", s.blocks + 1))
+    update_state(deps.hook_state, lambda s: setattr(s, "blocks", s.blocks + 1))
     deps.trace.write(StopDecision(session=session, decision="block", reason=reason, goal_status=status.state.value))
     return block_answer(deps.agent, reason, note)
 
@@ -209,7 +195,7 @@ def _record_words(payload: dict[str, Any], deps: HookDeps, session: int) -> None
         found, state.transcript_lines[path] = new_assistant_texts(Path(path), state.transcript_lines.get(path, 0))
         texts.extend(found)
 
-    update_state(deps.workspace.state, advance)
+    update_state(deps.hook_state, advance)
     for text in texts:
         deps.trace.write(AgentMessage(session=session, role="assistant", text=cut(text)[0]))
 
@@ -248,12 +234,12 @@ def handle_post_tool(payload: dict[str, Any], deps: HookDeps) -> HookAnswer:
     """
     if not isinstance(payload, dict):
         return broken_answer("PostToolUse", "the hook input is not a JSON object", deps.agent, None)
-    state = read_state(deps.workspace.state)
+    state = read_state(deps.hook_state)
     session = _session_index(state, str(payload.get("session_id") or ""))
     if deps.record_tool_events:
         _record_tool(payload, deps, session)
     evaluations, problems = deps.read_evaluations()
-    note = "\n".join(f"quaere: ledger: {p}" for p in problems)
+    note = "\n".join(f"quaere: store: {p}" for p in problems)
     seen = state.ledger_lines_seen
     evaluated = len(evaluations) > seen or _ran_eval(payload)
     if deps.summarize is not None and len(evaluations) > seen:
@@ -279,7 +265,7 @@ def handle_post_tool(payload: dict[str, Any], deps: HookDeps) -> HookAnswer:
         if asked_key:
             s.asked_moments.append(asked_key)
 
-    update_state(deps.workspace.state, remember)
+    update_state(deps.hook_state, remember)
     if picked is None:
         return HookAnswer(None, 0, note)
     event = "PostToolUseFailure" if payload.get("hook_event_name") == "PostToolUseFailure" else "PostToolUse"
@@ -303,7 +289,7 @@ def handle_prompt(payload: dict[str, Any], deps: HookDeps) -> HookAnswer:
         first.append(not state.campaign_start_asked)
         state.campaign_start_asked = True
 
-    state = update_state(deps.workspace.state, claim)
+    state = update_state(deps.hook_state, claim)
     session = _session_index(state, str(payload.get("session_id") or ""))
     prompt = payload.get("prompt")
     if deps.record_tool_events and isinstance(prompt, str) and prompt:

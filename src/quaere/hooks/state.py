@@ -1,10 +1,15 @@
-"""The hooks' own state in ``.quaere/hooks.json``: budgets, counters and what ``hooks install`` changed.
+"""The hooks' own state in a ``hooks.json``: budgets, counters and what ``hooks install`` changed.
 
 Hooks run as separate short processes (one per event), so everything they must remember between calls
 lives in this file: blocks answered so far, sessions seen, when the campaign started, whether the
 campaign-start question was asked, how many ledger lines the post-tool hook has already looked at.
 Updates hold an exclusive lock on ``hooks.json.lock`` and replace the file atomically, so two hooks firing
 together never lose a count.
+
+The Stop hook's copy lives in the evaluation store and is signed (:class:`StateFile` with a signer): an
+agent that raises ``blocks`` there without the key is detected, and the state starts over, which can only
+make the hook block longer. The workspace's ``.quaere/hooks.json`` keeps what ``hooks install`` changed;
+its counters and budget decide nothing. The budget itself is pinned in the store's registration.
 """
 
 from __future__ import annotations
@@ -13,12 +18,14 @@ import json
 import os
 from collections.abc import Callable
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from quaere.jsonl import exclusive_lock
+from quaere.signing import BadSignature, Signer
 
 STATE_FILE = "hooks.json"
 DEFAULT_MAX_BLOCKS = 50
@@ -68,6 +75,7 @@ class HookState(BaseModel):
     installs: dict[str, InstallRecord] = Field(
         default_factory=dict, description="By dialect name, ':user' added for user-level settings."
     )
+    tampered_resets: int = Field(default=0, description="Times a signed state failed its check and started over.")
 
     def budget_spent(self, now: float) -> tuple[str, float, float] | None:
         """(budget name, limit, used) of the first spent budget, or None."""
@@ -83,44 +91,89 @@ class HookState(BaseModel):
         return None
 
 
+@dataclass(frozen=True)
+class StateFile:
+    """Where a hook state lives; with a ``signer`` the file is signed and checked on every read."""
+
+    folder: Path
+    signer: Signer | None = None
+
+    @property
+    def path(self) -> Path:
+        return self.folder / STATE_FILE
+
+
+def _where(where: Path | StateFile) -> StateFile:
+    return where if isinstance(where, StateFile) else StateFile(where)
+
+
 def state_path(state_dir: Path) -> Path:
     return state_dir / STATE_FILE
 
 
-def read_state(state_dir: Path) -> HookState:
-    """The state, or a fresh one when the file does not exist; :class:`HookStateError` when malformed."""
-    path = state_path(state_dir)
+def _parse(path: Path, data: Any) -> HookState:
     try:
-        text = path.read_text()
-    except FileNotFoundError:
-        return HookState()
-    try:
-        return HookState.model_validate(json.loads(text))
-    except json.JSONDecodeError as exc:
-        raise HookStateError(f"{path}: not valid JSON: {exc}") from None
+        return HookState.model_validate(data)
     except ValidationError as exc:
         error = exc.errors()[0]
         field = ".".join(str(p) for p in error["loc"]) or "(top level)"
         raise HookStateError(f"{path}: field '{field}' {error['msg']}") from None
 
 
-def _write(path: Path, state: HookState) -> None:
-    tmp = path.with_suffix(f".tmp{os.getpid()}")
-    tmp.write_text(json.dumps(state.model_dump(mode="json"), indent=2) + "\n")
-    os.replace(tmp, path)
+def read_state(where: Path | StateFile) -> HookState:
+    """The state, or a fresh one when the file does not exist; :class:`HookStateError` when malformed.
+
+    A signed state whose check fails (edited, unsigned, torn) reads as a fresh state with
+    ``tampered_resets`` counted: its counters can no longer be believed, and fresh ones only block longer.
+    """
+    where = _where(where)
+    try:
+        text = where.path.read_text()
+    except FileNotFoundError:
+        return HookState()
+    if where.signer is not None:
+        try:
+            payload = where.signer.verify(json.loads(text))
+        except (json.JSONDecodeError, BadSignature):
+            return HookState(tampered_resets=_resets_of(text) + 1)
+        return _parse(where.path, payload)
+    try:
+        return _parse(where.path, json.loads(text))
+    except json.JSONDecodeError as exc:
+        raise HookStateError(f"{where.path}: not valid JSON: {exc}") from None
 
 
-def _locked(state_dir: Path) -> AbstractContextManager[None]:
-    return exclusive_lock(state_dir / f"{STATE_FILE}.lock")
+def _resets_of(text: str) -> int:
+    """The reset count a tampered file still shows, so resets keep counting up (best effort)."""
+    try:
+        data = json.loads(text)
+        value = (data.get("payload") or data).get("tampered_resets", 0)
+        return int(value) if isinstance(value, int) else 0
+    except (ValueError, AttributeError, TypeError):
+        return 0
 
 
-def update_state(state_dir: Path, change: Callable[[HookState], Any]) -> HookState:
+def _write(where: StateFile, state: HookState) -> None:
+    data: Any = state.model_dump(mode="json")
+    if where.signer is not None:
+        data = where.signer.sign(data)
+    tmp = where.path.with_suffix(f".tmp{os.getpid()}")
+    tmp.write_text(json.dumps(data, indent=2) + "\n")
+    os.replace(tmp, where.path)
+
+
+def _locked(where: StateFile) -> AbstractContextManager[None]:
+    return exclusive_lock(where.folder / f"{STATE_FILE}.lock")
+
+
+def update_state(where: Path | StateFile, change: Callable[[HookState], Any]) -> HookState:
     """Apply ``change`` (which mutates the state in place) under the lock; return the new state.
 
-    A malformed file raises :class:`HookStateError` and is left untouched for a person to look at.
+    A malformed unsigned file raises :class:`HookStateError` and is left untouched for a person to look at.
     """
-    with _locked(state_dir):
-        state = read_state(state_dir)
+    where = _where(where)
+    with _locked(where):
+        state = read_state(where)
         change(state)
-        _write(state_path(state_dir), state)
+        _write(where, state)
         return state

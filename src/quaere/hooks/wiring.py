@@ -1,4 +1,5 @@
-"""Builds the hooks' dependencies for a workspace from the real parts: ledger, task, bank, queue, detectors.
+"""Builds the hooks' dependencies for a workspace from the real parts: the signed store, the pinned task,
+bank, queue, detectors.
 
 Kept apart from :mod:`quaere.hooks` (which only sees Protocols) so the handlers stay testable with fakes
 and the CLI stays a parser. Heavy or optional parts are imported inside the functions.
@@ -7,15 +8,20 @@ and the CLI stays a parser. Heavy or optional parts are imported inside the func
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Sequence
+import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from quaere.goal import is_timing_only
+from quaere.goal import Expected
+from quaere.goal_source import Confirmer, StoreGoal
 from quaere.hooks.dialect import HookDialect
 from quaere.hooks.handlers import HookDeps, PickedQuestion
+from quaere.hooks.state import StateFile
 from quaere.records import Evaluation, Moment
-from quaere.task.loader import Task, load_task
+from quaere.store.pinning import check_workspace, pinned_task
+from quaere.store.store import Store, StoreError, StoreRead
+from quaere.task.loader import Task
 from quaere.trace import TraceEvent
 from quaere.workspace import Workspace
 
@@ -62,63 +68,62 @@ class DetectorAdapter:
         return [(m.moment, m.evidence) for m in found]
 
 
-@dataclass(frozen=True)
-class EvaluatorRetimer:
-    """Re-times named configurations of the current candidate through the real evaluator."""
-
-    workspace: Workspace
-    task: Task
-
-    def retime(self, benchmark_ids: Sequence[str]) -> Evaluation:
-        from quaere.evaluate import EvalOptions, run_evaluation
-        from quaere.evaluate.ledger import append_evaluation
-
-        options = EvalOptions(correctness=False, benchmark_ids=frozenset(benchmark_ids))
-        evaluation = run_evaluation(self.task, self.workspace.candidate, options)
-        if is_timing_only(evaluation):  # on record like any other evaluation; a run that timed nothing is not
-            self.workspace.keep_version(self.workspace.candidate)
-            append_evaluation(self.workspace.ledger, evaluation)
-        return evaluation
-
-
-def scenario_ids(task: Task) -> tuple[tuple[str, ...] | None, tuple[str, ...] | None]:
-    """(correctness ids, benchmark ids) of the task; None where the module cannot list them here."""
+def scenario_ids(task: Task) -> Expected:
+    """The task's correctness and benchmark ids; None where the module cannot list them here."""
     lists: list[tuple[str, ...] | None] = []
     for name in ("correctness_scenarios", "benchmark_scenarios"):
         try:
             lists.append(tuple(s.id for s in getattr(task.module, name)()))
         except Exception:  # a task module that needs a GPU to list: judge on what the evaluation holds
             lists.append(None)
-    return lists[0], lists[1]
+    return Expected(correctness=lists[0], benchmarks=lists[1])
 
 
-def ledger_reader(workspace: Workspace, task_name: str) -> Callable[[], tuple[Sequence[Evaluation], Sequence[str]]]:
-    from quaere.evaluate.ledger import read_ledger
+def hook_state_file(store: Store, workspace: Workspace) -> StateFile:
+    """The Stop hook's counters: signed, in the store; in the workspace (untrusted) only where this user
+    cannot write the store (installed hooks running as the agent's user beside an evaluator service)."""
+    folder = store.folder(workspace.id)
+    if os.access(folder, os.W_OK):
+        try:
+            return StateFile(folder, store.signer())
+        except StoreError:
+            pass  # the key belongs to the service: fall through
+    return StateFile(workspace.state)
 
-    def read() -> tuple[Sequence[Evaluation], Sequence[str]]:
-        ledger = read_ledger(workspace.ledger)
-        return [e for e in ledger.evaluations if e.task == task_name], list(ledger.problems)
 
-    return read
+def build_deps(
+    workspace: Workspace, store: Store, agent: HookDialect, *, confirmer: Confirmer | None = None, **overrides: Any
+) -> HookDeps:
+    """Deps for ``workspace``'s pinned task, judged on ``store``.
 
-
-def build_deps(workspace: Workspace, agent: HookDialect, *, retime: bool = False, **overrides: Any) -> HookDeps:
-    """Deps for ``workspace``'s task. Raises TaskError/WorkspaceError with a clear message when broken."""
+    Raises StoreError or TaskError naming the file when the workspace disagrees with its registration
+    (``workspace.toml`` edited, the task changed, a folder shadowing the task's name).
+    """
     from quaere.evaluate.summary import to_trace_event
 
-    task = load_task(workspace.task)
-    correctness, benchmarks = scenario_ids(task)
+    registration = store.registration(workspace.id)
+    check_workspace(store, workspace, registration, (workspace.root,))
+    task = pinned_task(store, registration)
+
+    def read() -> StoreRead:
+        return store.read(workspace.id)
+
+    def evaluations() -> tuple[Sequence[Evaluation], Sequence[str]]:
+        found = read()
+        return found.evaluations, [p.render() for p in found.problems]
+
+    goal = StoreGoal(task.spec, read, registration.task.sha256, scenario_ids(task), confirmer)
     values: dict[str, Any] = dict(
         workspace=workspace,
         spec=task.spec,
         questions=WorkspaceQuestions(workspace, task),
         moments=DetectorAdapter(),
-        read_evaluations=ledger_reader(workspace, task.spec.name),
+        read_evaluations=evaluations,
+        goal=goal,
+        hook_state=hook_state_file(store, workspace),
         summarize=lambda evaluation: to_trace_event(evaluation, task.spec),
         agent=agent,
-        retimer=EvaluatorRetimer(workspace, task) if retime else None,
-        expected_correctness=correctness,
-        expected_benchmarks=benchmarks,
+        budget=registration.budget,
     )
     values.update(overrides)
     return HookDeps(**values)
