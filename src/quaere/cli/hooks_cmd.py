@@ -183,6 +183,12 @@ def hooks_install(
         "--scope",
         help="project: settings in the workspace; user: in your home, out of the agent's reach (see docs/agents.md).",
     ),
+    settings: Path | None = typer.Option(
+        None,
+        "--settings",
+        help="Write the hooks into this settings file instead: a location the agent's user cannot edit, e.g. "
+        "Claude Code's managed settings /etc/claude-code/managed-settings.json (root's; every project).",
+    ),
     uninstall: bool = typer.Option(
         False, "--uninstall", help="Remove quaere's entries and restore what install changed."
     ),
@@ -205,7 +211,8 @@ def hooks_install(
             root = open_workspace(Path.cwd()).root
         except WorkspaceError:
             root = Path.cwd()
-    target = Target(root=root, dialect=agent, scope=scope, home=Path.home(), env=dict(os.environ))
+    target = Target(root=root, dialect=agent, scope=scope, home=Path.home(), env=dict(os.environ),
+                    settings_file=settings)
     try:
         if uninstall:
             result = uninstall_hooks(target)

@@ -9,16 +9,21 @@ writes and removes the agents' settings. One module per hook dialect (:mod:`.cla
 The handlers' public names are re-exported here.
 """
 
-from quaere.hooks.handlers import (
-    HookDeps,
-    MomentDetector,
-    PickedQuestion,
-    QuestionPicker,
-    current_goal,
-    handle_post_tool,
-    handle_prompt,
-    handle_stop,
-)
+from typing import Any
+
+_HANDLER_NAMES = frozenset({"HookDeps", "MomentDetector", "PickedQuestion", "QuestionPicker", "current_goal",
+                            "handle_post_tool", "handle_prompt", "handle_stop"})
+
+
+def __getattr__(name: str) -> Any:
+    """The handlers' names, imported on first use: ``quaere.hooks.state`` (which the store imports) must
+    load without the handlers (which import the goal, which imports the store)."""
+    if name in _HANDLER_NAMES:
+        from quaere.hooks import handlers
+
+        return getattr(handlers, name)
+    raise AttributeError(f"module 'quaere.hooks' has no attribute {name!r}")
+
 
 __all__ = [
     "HookDeps",

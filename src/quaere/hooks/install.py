@@ -133,6 +133,9 @@ class Target:
     scope: Scope = Scope.PROJECT
     home: Path = Path("~")  # the user's home folder, for Scope.USER (the CLI passes Path.home())
     env: Mapping[str, str] = field(default_factory=dict)  # the environment, for a dialect's folder variable
+    settings_file: Path | None = None
+    """An explicit settings file instead of the scope's, e.g. Claude Code's managed settings
+    (/etc/claude-code/managed-settings.json): owned by root, out of reach of an agent running as itself."""
 
     @property
     def spec(self) -> DialectSpec:
@@ -140,6 +143,8 @@ class Target:
 
     @property
     def settings(self) -> Path:
+        if self.settings_file is not None:
+            return self.settings_file
         try:
             return self.spec.settings_path(self.root, self.scope, self.home.expanduser(), self.env)
         except ValueError as exc:
@@ -219,6 +224,7 @@ def uninstall_hooks(target: Target) -> InstallResult:
     record = taken[0] if taken else None
     if record is not None:
         _undo_extra(record)
+        path = Path(record.settings_path)  # where install wrote, also a file outside the workspace
     data, current = _load(path)
     if current is None:
         return InstallResult(settings_path=path, changed=False, notes=("nothing to remove: no settings file",))
