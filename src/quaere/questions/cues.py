@@ -57,7 +57,7 @@ FRENCH_QUANTIFIERS = re.compile(r"\b(?:aucune?|rien|personne|jamais|nul|nulle)\b
 FRENCH_PARTICLES = re.compile(r"\b(?:pas|plus|rien|jamais|aucune?|guere|personne)\b")
 CAPACITY = re.compile(
     r"\b(?:can|could|cannot|will|would|able|possible|impossible|way|path|how|likely|unlikely|expect|peut|peuvent|pourra|"
-    r"pourrait|possible|moyen|comment|capable)\b|n't\b|\bcan't\b"
+    r"pourrait|possible|moyen|comment|capable)\b|\b(?:can't|won't|wouldn't|couldn't)"
 )
 # Before a cue: a hypothesis, a check to run, a retracted or reported view, a contrast.
 SUSPENDERS = re.compile(
@@ -65,8 +65,8 @@ SUSPENDERS = re.compile(
     r"to (?:check|verify|see|test|rule out|determine|confirm|find out)|rule out|ruling out|"
     r"(?:let me|let's|i'll|i will|i need to|need to|i want to|we should|should|must) (?:check|verify|see|test|"
     r"rule out|determine|confirm|measure|compare)|before (?:blaming|concluding|assuming|calling)|rather than|"
-    r"instead of|claim(?:ed|ing)?|assumed|suspected earlier|idea that|earlier i|thought|at first|initially|originally|"
-    r"tempting to|tempted to|tried to|one could say|it would be easy to|au debut|d'abord cru|"
+    r"instead of|claim(?:ed|ing)?|assumed|suspected earlier|(?:first|initially|originally) suspected|idea that|earlier i|thought|at first|initially|originally|"
+    r"tempting to|tempted to|tried to|too (?:early|soon) to|premature to|guess|hypothes\w*|theory that|one could say|it would be easy to|au debut|d'abord cru|"
     r"si|est-ce que|au cas ou|a moins que|verifier (?:si|que)|avant de|plutot que|au lieu de|"
     r"(?:too|far|much|way) (?:large|big|larger|bigger|beyond|above|more|systematic)|larger than any|beyond what)\b"
 )
@@ -74,11 +74,12 @@ SUSPENDERS = re.compile(
 TEMPORAL = re.compile(r"\b(?:once|until|when|after|before|quand|une fois que|lorsque|des que|jusqu'a ce que)\b")
 # Right after a cue in its clause: "further improvement is not possible", "rounding doesn't explain it".
 POST_NEGATORS = re.compile(
-    r"^\W*(?:\w+\W+){0,2}?(?:(?:is|are|was|were|seems?|looks?|appears?|remains?|would be|will be|be)\s+"
+    r"^\W*(?:\w+\W+){0,3}?(?:(?:is|are|was|were|seems?|looks?|appears?|remains?|would be|will be|be|"
+    r"turned out(?: to be)?)\s+"
     r"(?:not|never|hardly|impossible|unlikely|infeasible|out of reach|marginal|negligible|minimal|"
     r"insignificant|ruled out|excluded|wrong|false|mistaken|incorrect|premature|unnecessary|pointless|futile|"
     r"useless)\b|(?:isn't|aren't|wasn't|won't|wouldn't|can't|cannot|doesn't|didn't|"
-    r"will not|would not|does not|did not)\b|(?:would |will )?requires? (?:new |different |a faster |better )?"
+    r"will not|would not|does not|did not)\b|(?:serai\w*|sont|est)\s+(?:marginaux|marginal\w*|negligeables?|faibles?)\b|(?:would |will )?requires? (?:new |different |a faster |better )?"
     r"(?:hardware|gpu|card)|n'|ne\b|(?:est|sont|semble|serait)\s+(?:impossible|exclue?|negligeable|marginal))"
 )
 # A phrase about timings only: noise or tolerance there says nothing about a wrong output.
