@@ -82,6 +82,10 @@ POST_NEGATORS = re.compile(
     r"will not|would not|does not|did not)\b|(?:serai\w*|sont|est)\s+(?:marginaux|marginal\w*|negligeables?|faibles?)\b|(?:would |will )?requires? (?:new |different |a faster |better )?"
     r"(?:hardware|gpu|card)|n'|ne\b|(?:est|sont|semble|serait)\s+(?:impossible|exclue?|negligeable|marginal))"
 )
+# A relative clause after a cue is about something else ("a corner case that real inputs won't hit").
+RELATIVE = re.compile(r"\b(?:that|which|who|que|qui)\b")
+# Right after a failure cue: a counterfactual ("rounding errors would be random") asserts nothing.
+COUNTERFACTUAL = re.compile(r"^\W*(?:\w+\W+){0,1}?(?:would|could|might) (?:be|have|look|show|produce|give|explain)\b")
 # A phrase about timings only: noise or tolerance there says nothing about a wrong output.
 TIMING_WORDS = re.compile(
     r"\b(?:timings?|times?|speed\w*|faster|slower|latency|ms|tflop\w*|throughput|benchmarks?|median|runs?|"

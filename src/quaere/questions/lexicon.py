@@ -74,6 +74,7 @@ LIMIT_FAMILIES: tuple[Family, ...] = (
         r"\bbest (?:achievable|possible|attainable)\b|\ble meilleur possible\b|\baussi rapide que possible\b",
         r"\ble mieux (?:qu'on|que l'on|que nous) (?:puisse|peut|pourra)\b|\bthat'?s the best\b",
         r"\bthe fastest (?:the|this|it|we)\b(?: \w+){0,3} (?:can|could|will)\b",
+        r"\bas far as (?:it|this|the kernel|we|this kernel|this code) (?:goes|go|can go|will go)\b",
     )),
     Family("completion", CLAIM, 1.0, -0.5, "Completion of the whole work, not of a step.", (
         r"\b(?:all|every|toutes les) (?:the )?optimi[sz]ations? (?:\w+ )?(?:are|is|have been|sont) "
@@ -126,7 +127,7 @@ LIMIT_FAMILIES: tuple[Family, ...] = (
         r"\b(?:speedup|speed-up|gain|improvement)s? (?:left|possible|remaining|to extract)\b|\bworth trying\b",
         r"\b(?:else|more|left) (?:worth|to) (?:try\w*|attempt\w*)\b|\bpay off\b|\bpayoff\b|\bmake a difference\b",
         r"\bmoves? the needle\b|\bgagnera\w*|\bgagnerait\b",
-        r"\b(?:marge|marges)(?: de progression)?\b|\ba (?:gagner|optimiser|ameliorer|accelerer)\b|\bpath to\b|\bplus (?:loin|vite)\b|\bfaire mieux\b",
+        r"\b(?:marge|marges)(?: de progression)?\b|\ba (?:gagner|optimiser|ameliorer|accelerer|tirer)\b|\bpath to\b|\bplus (?:loin|vite)\b|\bfaire mieux\b",
         r"\b(?:optimisation|amelioration)s? (?:[\w']+ ){0,2}(?:possibles?|envisageables?)\b|\bd'amelioration\b",
         r"\b(?:accelerer|ameliorer|optimiser) (?:davantage|encore|plus)\b|\b(?:gain|optimisation)s? supplementaires?\b",
     ), diminishable=True),
@@ -136,7 +137,8 @@ LIMIT_FAMILIES: tuple[Family, ...] = (
     Family("capacity", CLAIM, -0.8, 1.0, "Able to go faster: 'can't be improved' is a claim, 'didn't' is a result.", (
         r"\b(?:improv\w*|speed\w* (?:it |this )?up|sped up|accelerat\w*|acceler\w*|faster|quicker|recover\w*|"
         r"be closed|close the gap|beat\w*|be beaten|help|benefit|gagn\w*|amelior\w*|get (?:us |it )?past|"
-        r"do (?:about it|more)|further|gain\w*|avoid\w*|eliminat\w*|change)\b",
+        r"do (?:about it|more)|further|gain\w*|avoid\w*|eliminat\w*|change|closer|do better than (?:this|that)|"
+        r"depass\w*|surpass\w*)\b",
     ), capacity=True),
     Family("continuation", CLAIM, -0.6, 0.5, "A next step announced argues against a stop.", (
         r"\b(?:next|then|now),? (?:i'll|i will|i'm going to|let me|we'll|i)\b",
@@ -179,19 +181,20 @@ FAILURE_FAMILIES: tuple[Family, ...] = (
         r"\b(?:accumulation|summation|reduction|addition) order\b|\border of (?:accumulation|summation|operations)\b",
         r"\bordre (?:d'accumulation|de sommation|des operations)\b|\breorder\w* (?:of )?(?:the )?(?:reduction|sum)\b",
         r"\b(?:in|with) a different order\b|\bvirgule flottante\b|\bpartial sums\b|\border in which\b|\btruncat\w*",
-        r"\btronca\w*|\bpurely numerical\b|\bnumerical (?:issue|difference|effect|artifact|question)s?\b|\bprecision numerique\b",
-        r"\bquestion de precision\b|\bwithin what floating point\b|\bdecimal places\b|\brounds? differently\b",
+        r"\btronca\w*|\bpurely numerical\b|\bnumerical (?:issue|difference|effect|artifact|question|corner case|"
+        r"edge case)s?\b|\bprecision numerique\b|\b(?:purement|nature) numerique\b|\bnumerical in nature\b",
+        r"\bcancellation\b|\bquestion de precision\b|\bwithin what floating point\b|\bdecimal places\b|\brounds? differently\b",
         r"\batomic\w* (?:adds?|additions?|ordering|accumulation|operations)\b",
         r"\bcorrespond\w* (?:\w+ )?a la precision\b|\bmatch\w* (?:the )?(?:bf16|fp16|half) precision\b",
     ), correctness_topic=True),
     Family("precision", FAILURE, 1.0, -0.5, "The data type blamed for the error.", (
         rf"\b(?:{_NUM}|limited|finite|mixed|floating[- ]point|reduced|representable) precision\b|\bprecision (?:issue|"
         r"limit|loss|error|artifact|difference|limitee|reduite)s?\b",
-        rf"\b{_NUM} (?:accumulation|arithmetic|math|rounding|round-off|can represent|simply can't|can't represent)\b",
+        rf"\b{_NUM} (?:effect|artifact|artefact|behaviou?r|quirk|accumulation|arithmetic|math|rounding|round-off|can represent|simply can't|can't represent)\b",
         rf"\b(?:accumulat\w*|computing|computed) in {_NUM}\b|\b{_NUM} (?:\w+ )?(?:gives|can give|offers|provides)\b",
         r"\binherent\w* (?:to|au|a la|aux) (?:the )?(?:data type|bf16|fp16|half|low precision|precision|floating point|"
         r"demi-precision)\b|\bconsistent with (?:bf16|fp16|half|low[- ]precision|rounding|precision)\b|"
-        r"\bprecision[- ]related\b|\b(?:slightly )?less (?:precise|accurate)\b|\bfast-math\b|"
+        r"\bprecision[- ]related\b|\b(?:just|only|simply|merely|purely) (?:bf16|fp16|precision|rounding)\b|\b(?:slightly )?less (?:precise|accurate)\b|\bfast-math\b|"
         r"\b(?:product|consequence|result|side effect|effect) of (?:the )?(?:\w+ ){0,2}(?:bf16|fp16|precision|rounding|"
         r"format|data type|arithmetic)\b|\b(?:explicable|explained|s'explique|explain\w*) (?:\w+ ){0,2}(?:par|by) "
         r"(?:l'|la |le |the )?(?:arithmetique|arithmetic|rounding|arrondi|precision|bf16|fp16)\b|\bapproximation\b|\b(bf16|fp16|fp8) being \1\b|\brepresent\w* \w+ exactly\b",
@@ -214,13 +217,14 @@ FAILURE_FAMILIES: tuple[Family, ...] = (
     )),
     Family("reference_method", FAILURE, 0.6, 0.0, "How the reference or harness computes, put forward as a cause.", (
         r"\b(?:reference|harness|checker|verifier|evaluator)(?:'s)?(?: \w+){0,2} (?:uses?|using|computes?|handles?|"
-        r"flush\w*|rounds?)\b",
+        r"flush\w*|rounds?|computed|is computed)\b",
     )),
     Family("others_too", FAILURE, 1.0, -0.3, "Other code would err the same: a comparison, not a measurement.", (
         r"\b(?:standard|typical|common|usual) (?:for|in|with) (?:bf16|fp16|low[- ]precision|production|such)\b",
         r"\b(?:cublas|pytorch|libraries|any kernel|every kernel|any implementation)(?: \w+)? (?:would|will) (?:show|have|"
-        r"give|produce) the same\b|\bin production libraries\b|\byou always get\b|\bthe usual story\b",
+        r"give|produce|suffer)\b|\bin production libraries\b|\byou always get\b|\bthe usual story\b",
         r"\btypiques? (?:du|de la|des) (?:bf16|fp16|demi-precision|calculs?)\b",
+        rf"\bany {_NUM} (?:kernel|implementation|code)\b|\bwithin what (?:you'd|you would|one would|we'd) (?:get|expect)\b",
     )),
     Family("flaky", FAILURE, 1.0, -0.5, "Chance blamed for a failure that a seed sweep would settle.", (
         r"\bflak(?:y|iness)\b|\bintermittent\w*\b|\bnon-?determinis\w+|\bsporadic\w*|\bfluke\b|\bunlucky\b",
@@ -229,7 +233,8 @@ FAILURE_FAMILIES: tuple[Family, ...] = (
         r"\bone-off\b|\b(?:retry|re-?run) would (?:probably |likely )?pass\b|\binstable\b|\baleatoire\b|\b(?:is|are|looks) random\b|\brandom (?:and tiny|failure|glitch)\b",
     )),
     Family("harmless", FAILURE, 1.0, -0.3, "The error declared unimportant instead of explained.", (
-        r"\bharmless\b|\bbenign\b|\bnegligible\b|\binsignificant\b|\bcosmetic\b|\bnothing to worry about\b",
+        r"\bharmless\b|\bbenign\b|\bmeaningless\b|\birrelevant\b|\bacceptable\b|\bno action needed\b|"
+        r"\bfine for (?:inference|training|real|practical|our|most|all)\b|\bnegligible\b|\binsignificant\b|\bcosmetic\b|\bnothing to worry about\b",
         r"\bnot worth (?:chasing|fixing|investigating|worrying)\b|\b(?:can|could|may) (?:safely )?be ignored\b",
         r"\bsafe to ignore\b|\bnot something i'm going to chase\b|\b(?:doesn't|does not|won't|will not) matter\b|\bbelow (?:anything|what) (?:that )?matters\b",
         r"\bwould never notice\b|\bfor all practical purposes\b|\bpractically (?:correct|speaking|the same)\b",
@@ -239,7 +244,8 @@ FAILURE_FAMILIES: tuple[Family, ...] = (
         r"\b(?:is|be|considered) acceptable\b|\bnegligeable\b|\brien d'inquietant\b|\btolerable\b",
         r"\bwouldn't be affected\b|\b(?:would|will) not be affected\b|\bignore (?:this|the|that|it)\b|\brien de grave\b",
         r"\b(?:i'll|so i'll|i will) proceed\b|\bon peut (?:l')?ignorer\b|\bsans (?:importance|consequence)\b",
-        r"\bdisregard\w*|\bsmall enough\b|\baccept (?:it|this|the error)\b|\bmove forward\b|"
+        r"\b(?:real|realistic|actual|typical) (?:inputs?|workloads?|data|use) (?:won't|will not|would never|wouldn't|"
+        r"never)\b|\bdisregard\w*|\bsmall enough\b|\baccept (?:it|this|the error)\b|\bmove forward\b|"
         r"\bne pose (?:aucun|pas de) probleme\b|\bno problem\b|\bc'est acceptable\b|\bminime\b|\b(?:comfortable|fine|ok|happy) (?:with )?leaving\b",
     ), correctness_topic=True),
     Family("gravity", FAILURE, -0.6, 1.0, "An error called significant; 'not significant' waves it away.", (
@@ -255,19 +261,23 @@ FAILURE_FAMILIES: tuple[Family, ...] = (
         r"\b(?:kernel|result|output|values|numbers|candidate|algorithm|logic)s?(?: itself| themselves)? (?:is|are) "
         r"(?:still )?(?:correct|right|fine|good|sound|accurate)\b|\bi consider the kernel correct\b",
         r"\b(?:basically|essentially|effectively|actually) (?:a )?correct\b",
-        r"\bles valeurs sont bonnes\b|\b(?:le )?resultat est correct\b|\b(?:notre|le) (?:calcul|resultat|noyau) est "
+        r"\bles valeurs sont bonnes\b|\ble noyau fonctionne\b|\b(?:le )?resultat est correct\b|\b(?:notre|le) (?:calcul|resultat|noyau) est "
         r"(?:bon|correct)\b",
         r"\b(?:error|mismatch|difference|deviation|erreur|ecart)s? (?:is|are|est|sont) (?:\w+ )?(?:tiny|small|minor|"
         r"minuscule|infime|faible)s?\b|\bleaving it\b|\b(?:small|tiny|minor|slight) (?:discrepanc\w*|error|mismatch|"
         r"difference|deviation)s?\b",
         r"\bmove on\b|\bmoving on\b|\bkeep (?:this|the current) (?:version|kernel)\b|\bje (?:passe a la suite|garde)\b",
     )),
+    Family("fixed", FAILURE, -1.0, 0.0, "A fix reported: the failure is being dealt with, not waved away.", (
+        r"\bafter (?:the|my) fix\b|\b(?:i )?fixed (?:it|the|this)\b|\b(?:check|test|correctness) (?:now )?pass(?:es)?\b|"
+        r"\bpass(?:es)? now\b|\bthe fix (?:is in|works)\b|\bapres (?:la|ma) correction\b",
+    )),
     Family("genuine", FAILURE, -1.0, 1.0, "A real bug owned: against explaining away, a dismissal once negated.", (
         r"\bgenuine\b|\b(?:real|actual) (?:bug|problem|error|failure|issue|mistake|correctness problem)\b",
         r"\b(?:is|are) real\b|\bmy bug\b|\bbug (?:must be |is )?mine\b|\bmine to fix\b|\ba bug in my\b|\bmy fault\b",
         r"\b(?:kernel|store|mask|indexing|code) (?:is|was) wrong\b|\bi (?:broke|introduced)\b|\boff-by-one\b",
         r"\bout of bounds\b|\brace\b|\bmissing (?:mask|bounds check|barrier|sync)\b|\bwrong (?:index|row|offset|stride)\b",
-        r"\b(?:need to|must|have to) fix\b|\bfixing the mask\b|\bvra(?:i|ie) (?:bug|erreur)\b|\b(?:est )?reelle\b",
+        r"\b(?:need to|must|have to|going to|will|i'll) fix\b|\bfixing the mask\b|\bvra(?:i|ie) (?:bug|erreur|probleme|echec)\b|\b(?:est )?reelle\b",
         r"\bmon (?:masque|code|noyau) est faux\b|\bje corrige\b|\bindex faux\b|\bbug dans mon\b|\bcorrectness bug\b",
         r"\b(?:treat\w*|consider\w*|count\w*) (?:it|this|that|\w+) as (?:a )?(?:bug|real)\b|\bin my code\b",
         r"\b(?:erreur|bug|error|fault|defaut) (?:du|in the|of the|de mon) (?:noyau|kernel)\b",

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from quaere.questions.cues import (
     CAPACITY,
     CORRECTNESS_WORDS,
+    COUNTERFACTUAL,
     DIMINISHERS,
     FRENCH_NE,
     FRENCH_PARTICLES,
@@ -31,6 +32,7 @@ from quaere.questions.cues import (
     NEGATORS,
     POST_NEGATORS,
     PREFIX_WORDS,
+    RELATIVE,
     SUSPENDERS,
     TEMPORAL,
     TIMING_WORDS,
@@ -130,7 +132,9 @@ def _hit(family: Family, sentence: str, folded: str, part: Clause, start: int, e
     phrase = clause_at(clauses(folded, conjunctions=False), start)
     if family.correctness_topic and _about_timing(folded[phrase.start : phrase.end]):
         return None
-    post = POST_NEGATORS.match(folded[end : part.end])
+    if family.moment is Moment.EXPLAINED_FAILURE and COUNTERFACTUAL.match(folded[end : part.end]):
+        return None
+    post = POST_NEGATORS.match(RELATIVE.split(folded[end : part.end], maxsplit=1)[0])
     # "aucune optimisation ... n'est possible": the quantifier and the 'ne' after it are one negation
     absorbed = post is not None and FRENCH_NE.match(post.group(0).split()[-1]) and FRENCH_QUANTIFIERS.search(prefix)
     diminished = family.diminishable and bool(DIMINISHERS.search(prefix))
