@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from quaere.agents.asking import CampaignQuestions, ConfiguredDetector
 from quaere.agents.base import Agent, EndReason, SessionLimits, SessionOutcome
 from quaere.agents.config import CampaignConfig
 from quaere.agents.display import CampaignView, Display, NullDisplay, TraceFollower, best_by_group
@@ -290,16 +289,18 @@ def hook_deps(
     ``record_tool_events=False`` (the campaign traces tool calls itself)."""
     from quaere.hook_install import Agent as HookDialect
     from quaere.hook_wiring import build_deps
-    from quaere.questions.ask import context_of, load_task_spec
+    from quaere.questions.ask import load_task_spec
     from quaere.questions.bank import load_bank
+    from quaere.questions.picking import Detectors, QueuedQuestions
+    from quaere.questions.situation import context_of
     from quaere.questions.sources import BankSource
 
     chosen = source if source is not None else BankSource(load_bank(), config.seed)
     return build_deps(
         workspace,
         HookDialect.CLAUDE_CODE,
-        questions=CampaignQuestions(workspace, chosen, context_of(load_task_spec(workspace))),
-        moments=moments if moments is not None else ConfiguredDetector(config.moments),
+        questions=QueuedQuestions(workspace, chosen, context_of(load_task_spec(workspace))),
+        moments=moments if moments is not None else Detectors(config.moments),
         budget=HookBudget(max_blocks=config.budgets.max_blocks),
         record_tool_events=False,
         secrets=config.secret_values(),

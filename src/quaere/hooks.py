@@ -5,7 +5,9 @@ and its dependencies, and returns a :class:`HookAnswer`: the JSON to print, the 
 stderr. ``quaere hook ...`` is a thin shell around them; an SDK-driven campaign calls them directly.
 
 Stop: when the goal is unmet or stale the agent is sent back with every failing scenario, its numbers and
-one question for the "claimed limit or completion" moment; when met, the stop goes through. Every attempt
+one question for the moment the situation shows: a failure explained away while correctness fails (its
+final message dismissing the failure or not), else a claimed limit or completion; when met, the stop goes
+through. Every attempt
 and answer goes to the trace. A spent budget (blocks, sessions, wall time) lets the stop through with a
 ``BudgetSpent`` event. Bad input never crashes silently and never traps: Stop blocks with an explanation,
 counted against the block budget (:func:`broken_answer`).
@@ -18,7 +20,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 from quaere.goal import (
     GoalState,
@@ -33,7 +35,8 @@ from quaere.hook_answers import HookAnswer, allow_answer, block_answer, broken_a
 from quaere.hook_install import Agent
 from quaere.hook_state import HookBudget, HookState, read_state, update_state
 from quaere.hook_transcript import new_assistant_texts
-from quaere.records import Evaluation, Moment, QuestionKind
+from quaere.questions.sources import ChosenQuestion, NoQuestion
+from quaere.records import Evaluation, Moment
 from quaere.task.spec import TaskSpec
 from quaere.trace import (
     AgentMessage,
@@ -41,7 +44,6 @@ from quaere.trace import (
     EvaluationDone,
     Event,
     MomentDetected,
-    QuestionAsked,
     StopAttempt,
     StopDecision,
     ToolCall,
@@ -56,18 +58,11 @@ from quaere.workspace import Workspace, content_hash
 POST_TOOL_MOMENTS = (Moment.SUSPICIOUS_GAIN, Moment.PLATEAU, Moment.EXPLAINED_FAILURE)
 
 
-@dataclass(frozen=True)
-class PickedQuestion:
-    text: str
-    source: Literal["bank", "human"]
-    entry_id: str | None = None
-    kind: QuestionKind | None = None
-
-
 class QuestionPicker(Protocol):
-    """One question for a moment: a person's queued question first, else the bank's choice."""
+    """One question for a moment: a person's queued question first, else the bank's choice on the evidence;
+    :class:`NoQuestion` when nothing that fits is left (never a question that does not fit)."""
 
-    def pick(self, moment: Moment, evidence: str) -> PickedQuestion | None: ...
+    def pick(self, moment: Moment, evidence: str) -> ChosenQuestion | NoQuestion: ...
 
 
 class MomentDetector(Protocol):
@@ -125,20 +120,28 @@ def current_goal(deps: HookDeps) -> tuple[GoalStatus, list[str]]:
     return status, list(problems)
 
 
-def _ask(deps: HookDeps, moment: Moment, evidence: str, session: int) -> PickedQuestion | None:
+def _ask(deps: HookDeps, moment: Moment, evidence: str, session: int) -> ChosenQuestion | None:
+    """Pick the moment's question and trace the detection (its evidence and why this question, the ladder's
+    rung included, or why none) and the question asked."""
     picked = deps.questions.pick(moment, evidence)
-    if picked is not None:
-        deps.trace.write(
-            QuestionAsked(
-                session=session,
-                moment=moment,
-                source=picked.source,
-                entry_id=picked.entry_id,
-                text=picked.text,
-                kind=picked.kind,
-            )
-        )
+    why = f"no question: {picked.reason}" if isinstance(picked, NoQuestion) else picked.reason
+    deps.trace.write(MomentDetected(session=session, moment=moment, evidence=f"{evidence}; {why}" if why else evidence))
+    if isinstance(picked, NoQuestion):
+        return None
+    deps.trace.write(picked.to_event(session))
     return picked
+
+
+def _stop_moment(deps: HookDeps, status: GoalStatus, now: float) -> tuple[Moment, str]:
+    """The moment of a blocked stop, from the situation first: correctness failing is a failure explained
+    away (whatever the final message says), else the goal unmet is a claimed limit or completion. The
+    detectors' evidence (which reads the final message for a dismissal or a claim) is used when they agree."""
+    found = dict(deps.moments.detect(read_trace(deps.workspace.trace).events, now))
+    failing = [f.scenario_id for f in status.failing_scenarios]
+    if failing or Moment.EXPLAINED_FAILURE in found:
+        detail = f"stop attempt while {len(failing)} correctness scenario(s) fail ({', '.join(failing[:3])})"
+        return Moment.EXPLAINED_FAILURE, found.get(Moment.EXPLAINED_FAILURE, detail)
+    return Moment.CLAIMED_LIMIT, found.get(Moment.CLAIMED_LIMIT, f"stop attempt with the goal {status.state.value}")
 
 
 def handle_stop(payload: dict[str, Any], deps: HookDeps) -> HookAnswer:
@@ -172,12 +175,8 @@ def handle_stop(payload: dict[str, Any], deps: HookDeps) -> HookAnswer:
         deps.trace.write(StopDecision(session=session, decision="allow", reason=reason, goal_status="budget_spent"))
         return allow_answer(reason + "\n" + render_goal(status, now), note)
     reason = render_goal(status, now)
-    deps.trace.write(
-        MomentDetected(
-            session=session, moment=Moment.CLAIMED_LIMIT, evidence=f"stop attempt with the goal {status.state.value}"
-        )
-    )
-    picked = _ask(deps, Moment.CLAIMED_LIMIT, reason, session)
+    moment, evidence = _stop_moment(deps, status, now)
+    picked = _ask(deps, moment, evidence, session)
     if problems:
         reason += "\n" + "\n".join(f"ledger problem: {p}" for p in problems)
     if picked is not None:
@@ -268,7 +267,6 @@ def handle_post_tool(payload: dict[str, Any], deps: HookDeps) -> HookAnswer:
         key = f"{moment.value}@{len(evaluations)}"
         if moment not in wanted or key in state.asked_moments:
             continue
-        deps.trace.write(MomentDetected(session=session, moment=moment, evidence=evidence))
         picked = _ask(deps, moment, evidence, session)
         asked_key = key
         break
@@ -310,10 +308,7 @@ def handle_prompt(payload: dict[str, Any], deps: HookDeps) -> HookAnswer:
         deps.trace.write(AgentMessage(session=session, role="user", text=cut(prompt)[0]))
     if not first[0]:
         return HookAnswer(None)
-    deps.trace.write(
-        MomentDetected(session=session, moment=Moment.CAMPAIGN_START, evidence="first prompt of the campaign")
-    )
-    picked = _ask(deps, Moment.CAMPAIGN_START, "campaign start", session)
+    picked = _ask(deps, Moment.CAMPAIGN_START, "first prompt of the campaign", session)
     if picked is None:
         return HookAnswer(None)
     return context_answer(deps.agent, "UserPromptSubmit", f"Question: {picked.text}")
@@ -324,7 +319,6 @@ __all__ = [
     "HookAnswer",
     "HookDeps",
     "MomentDetector",
-    "PickedQuestion",
     "QuestionPicker",
     "broken_answer",
     "current_goal",

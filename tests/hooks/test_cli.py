@@ -70,7 +70,18 @@ def test_stop_unmet_blocks_with_scenarios_numbers_and_a_bank_question(ws, task):
     assert "bench-r512-c2048: 0.600x" in reason and "target 1.000x" in reason
     question = reason.split("\n\nQuestion: ")[1]
     asked = [e for e in read_trace(ws.trace).events if e.type == "question"]
-    assert asked[-1].text == question and asked[-1].source == "bank" and asked[-1].moment.value == "claimed_limit"
+    # correctness fails: the stop is the explained-failure moment, whatever the final message claims
+    assert asked[-1].text == question and asked[-1].source == "bank" and asked[-1].moment.value == "explained_failure"
+
+
+def test_stop_slow_but_correct_is_a_claimed_limit(ws, task):
+    record(ws, task, slow={"bench-r512-c2048"})
+    done = run_quaere("hook", "stop", cwd=ws.root, stdin=stop_json(ws))
+    assert json.loads(done.stdout)["decision"] == "block", done.stderr
+    events = read_trace(ws.trace).events
+    detected = [e for e in events if e.type == "moment"][-1]
+    assert detected.moment.value == "claimed_limit" and "hardware_limit" in detected.evidence
+    assert [e for e in events if e.type == "question"][-1].moment.value == "claimed_limit"
 
 
 def test_stop_met_lets_the_agent_stop(ws, task):

@@ -91,13 +91,32 @@ def test_stop_unmet_blocks_with_numbers_and_question(ws):
     reason = answer.output["reason"]
     assert answer.output["decision"] == "block"
     assert "c2: wrong" in reason and "b2: 1.100x" in reason and "target 1.500x" in reason
-    assert reason.endswith("Question: Q1 for claimed_limit?")
-    assert deps.questions.asked == [Moment.CLAIMED_LIMIT]
+    # correctness fails: a stop now explains the failure away, whatever the final message says
+    assert reason.endswith("Question: Q1 for explained_failure?")
+    assert deps.questions.asked == [Moment.EXPLAINED_FAILURE]
     assert [e.last_message for e in events(ws, "stop_attempt")] == ["I think this is optimal."]
     [decision] = events(ws, "stop_decision")
     assert (decision.decision, decision.goal_status) == ("block", "unmet")
-    assert events(ws, "question")[0].moment is Moment.CLAIMED_LIMIT
+    assert events(ws, "question")[0].moment is Moment.EXPLAINED_FAILURE
+    assert "1 correctness scenario(s) fail (c2)" in events(ws, "moment")[0].evidence
     assert read_state(ws.state).blocks == 1
+
+
+def test_stop_correct_but_slow_is_a_claimed_limit(ws):
+    verdicts = [("c1", Verdict.PASSED)]
+    append_evaluation(ws.ledger, evaluation(content_hash(ws.candidate), verdicts, [bench("b1", 1.0, 1.2)]))
+    deps = deps_for(ws)
+    answer = handle_stop(stop_payload(), deps)
+    assert answer.output["reason"].endswith("Question: Q1 for claimed_limit?")
+    assert events(ws, "moment")[0].evidence == "stop attempt with the goal unmet"
+
+
+def test_stop_uses_the_detectors_evidence_for_its_moment(ws):
+    add_eval(ws, ok=False)
+    deps = deps_for(ws, moments=[(Moment.EXPLAINED_FAILURE, "it said: just rounding"), (Moment.PLATEAU, "x")])
+    handle_stop(stop_payload(), deps)
+    [moment] = events(ws, "moment")
+    assert moment.moment is Moment.EXPLAINED_FAILURE and moment.evidence == "it said: just rounding"
 
 
 def test_stop_met_allows(ws):

@@ -286,3 +286,6 @@ FAILURE_FAMILIES: tuple[Family, ...] = (
 )
 
 FAMILIES: tuple[Family, ...] = LIMIT_FAMILIES + FAILURE_FAMILIES
+
+CLAIM_TAGS: frozenset[str] = frozenset(f.name for f in FAMILIES if f.asserted > 0)
+"""What an agent can be read to claim or blame; bank entries may require one (``when: {claims: [...]}``)."""

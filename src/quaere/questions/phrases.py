@@ -100,10 +100,11 @@ class Reading:
         return frozenset(h.family for h in self.support(moment) if not h.negated) if self.holds(moment) else frozenset()
 
     def summary(self, moment: Moment) -> str:
-        """'score 1.9: "<phrase>" in "<sentence>"' for the evidence of a detection."""
+        """'word score 1.9 (rounding, harmless): '<phrase>' in '<sentence>'' for the evidence of a detection."""
         support = self.support(moment)
+        families = ", ".join(dict.fromkeys(h.family for h in support))
         where = f": '{support[0].phrase}' in '{support[0].sentence}'" if support else ""
-        return f"word score {self.score(moment):.1f} (holds at {THRESHOLD:.1f}){where}"
+        return f"word score {self.score(moment):.1f} ({families or 'no cue'}; holds at {THRESHOLD:.1f}){where}"
 
 
 def _negations(prefix: str) -> int:
