@@ -216,6 +216,7 @@ def check_explained_failure(events: Events, config: ExplainedFailureConfig = DEF
         if isinstance(event, EvaluationDone):
             failed = not event.correct and (event.failing or not config.require_failing_scenarios)
             last_failure = event if failed else None
+            found = found if failed else ""  # a dismissal stands while correctness still fails
             continue
         if index < start or last_failure is None:
             continue
