@@ -299,7 +299,7 @@ def hook_deps(
     return build_deps(
         workspace,
         HookDialect.CLAUDE_CODE,
-        questions=QueuedQuestions(workspace, chosen, context_of(load_task_spec(workspace))),
+        questions=QueuedQuestions(workspace, chosen, context_of(load_task_spec(workspace)), config.moments),
         moments=moments if moments is not None else Detectors(config.moments),
         budget=HookBudget(max_blocks=config.budgets.max_blocks),
         record_tool_events=False,

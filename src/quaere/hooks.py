@@ -35,6 +35,7 @@ from quaere.hook_answers import HookAnswer, allow_answer, block_answer, broken_a
 from quaere.hook_install import Agent
 from quaere.hook_state import HookBudget, HookState, read_state, update_state
 from quaere.hook_transcript import new_assistant_texts
+from quaere.questions.phrases import read_words
 from quaere.questions.sources import ChosenQuestion, NoQuestion
 from quaere.records import Evaluation, Moment
 from quaere.task.spec import TaskSpec
@@ -55,7 +56,8 @@ from quaere.trace import (
 )
 from quaere.workspace import Workspace, content_hash
 
-POST_TOOL_MOMENTS = (Moment.SUSPICIOUS_GAIN, Moment.PLATEAU, Moment.EXPLAINED_FAILURE)
+WORD_MOMENTS = (Moment.EXPLAINED_FAILURE, Moment.CLAIMED_LIMIT)  # shown by the model's words, after any tool
+POST_TOOL_MOMENTS = (Moment.SUSPICIOUS_GAIN, Moment.PLATEAU, *WORD_MOMENTS)  # after an evaluation
 
 
 class QuestionPicker(Protocol):
@@ -132,16 +134,23 @@ def _ask(deps: HookDeps, moment: Moment, evidence: str, session: int) -> ChosenQ
     return picked
 
 
-def _stop_moment(deps: HookDeps, status: GoalStatus, now: float) -> tuple[Moment, str]:
+def _stop_moment(deps: HookDeps, status: GoalStatus, last: str, now: float) -> tuple[Moment, str]:
     """The moment of a blocked stop, from the situation first: correctness failing is a failure explained
     away (whatever the final message says), else the goal unmet is a claimed limit or completion. The
-    detectors' evidence (which reads the final message for a dismissal or a claim) is used when they agree."""
+    detectors' evidence is used when they agree; else the goal's numbers, with what the final message
+    dismissed or claimed."""
     found = dict(deps.moments.detect(read_trace(deps.workspace.trace).events, now))
     failing = [f.scenario_id for f in status.failing_scenarios]
-    if failing or Moment.EXPLAINED_FAILURE in found:
+    moment = Moment.EXPLAINED_FAILURE if failing or Moment.EXPLAINED_FAILURE in found else Moment.CLAIMED_LIMIT
+    if moment in found:
+        return moment, found[moment]
+    if moment is Moment.EXPLAINED_FAILURE:
         detail = f"stop attempt while {len(failing)} correctness scenario(s) fail ({', '.join(failing[:3])})"
-        return Moment.EXPLAINED_FAILURE, found.get(Moment.EXPLAINED_FAILURE, detail)
-    return Moment.CLAIMED_LIMIT, found.get(Moment.CLAIMED_LIMIT, f"stop attempt with the goal {status.state.value}")
+    else:
+        detail = f"stop attempt with the goal {status.state.value}"
+    reading = read_words(last)
+    said = f"; its final message: {reading.summary(moment)}" if reading.holds(moment) else ""
+    return moment, detail + said
 
 
 def handle_stop(payload: dict[str, Any], deps: HookDeps) -> HookAnswer:
@@ -175,7 +184,7 @@ def handle_stop(payload: dict[str, Any], deps: HookDeps) -> HookAnswer:
         deps.trace.write(StopDecision(session=session, decision="allow", reason=reason, goal_status="budget_spent"))
         return allow_answer(reason + "\n" + render_goal(status, now), note)
     reason = render_goal(status, now)
-    moment, evidence = _stop_moment(deps, status, now)
+    moment, evidence = _stop_moment(deps, status, last if isinstance(last, str) else "", now)
     picked = _ask(deps, moment, evidence, session)
     if problems:
         reason += "\n" + "\n".join(f"ledger problem: {p}" for p in problems)
@@ -240,7 +249,7 @@ def _summarize_new(evaluations: Sequence[Evaluation], deps: HookDeps, session: i
 
 def handle_post_tool(payload: dict[str, Any], deps: HookDeps) -> HookAnswer:
     """Ask the question of a moment that holds: after an evaluation a suspicious gain or a plateau, after
-    any tool a failure explained away (the model's words come after the failing evaluation).
+    any tool a failure explained away or a limit claimed mid-turn (the model's words come later).
 
     Serves PostToolUse and Claude Code's PostToolUseFailure (a tool that exited non-zero, such as
     ``quaere eval`` on a failing candidate) alike.
@@ -257,9 +266,9 @@ def handle_post_tool(payload: dict[str, Any], deps: HookDeps) -> HookAnswer:
     evaluated = len(evaluations) > seen or _ran_eval(payload)
     if deps.summarize is not None and len(evaluations) > seen:
         _summarize_new(evaluations[seen:], deps, session)
-    # Gains and plateaus are judged right after an evaluation; a failure explained away shows in the words
-    # the model writes later, so that one is looked for after any tool.
-    wanted = POST_TOOL_MOMENTS if evaluated else (Moment.EXPLAINED_FAILURE,)
+    # Gains and plateaus are judged right after an evaluation; a failure explained away or a limit claimed
+    # shows in the words the model writes later, so those are looked for after any tool.
+    wanted = POST_TOOL_MOMENTS if evaluated else WORD_MOMENTS
     found = deps.moments.detect(read_trace(deps.workspace.trace).events, deps.clock())
     asked_key = ""
     picked = None

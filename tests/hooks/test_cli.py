@@ -13,7 +13,7 @@ from quaere.evaluate.ledger import append_evaluation
 from quaere.hook_state import HookBudget, update_state
 from quaere.records import Verdict
 from quaere.task.loader import load_task
-from quaere.trace import read_trace
+from quaere.trace import EvaluationDone, TraceWriter, read_trace
 from quaere.workspace import content_hash, create_workspace
 
 from .factories import bench, evaluation
@@ -72,6 +72,27 @@ def test_stop_unmet_blocks_with_scenarios_numbers_and_a_bank_question(ws, task):
     asked = [e for e in read_trace(ws.trace).events if e.type == "question"]
     # correctness fails: the stop is the explained-failure moment, whatever the final message claims
     assert asked[-1].text == question and asked[-1].source == "bank" and asked[-1].moment.value == "explained_failure"
+
+
+def test_a_dismissal_in_the_final_message_gets_an_explained_failure_question(ws, task):
+    record(ws, task, failing={"r7-c13"})
+    failing = EvaluationDone(candidate_hash=content_hash(ws.candidate), correct=False, failing=("r7-c13",))
+    TraceWriter(ws.trace).write(failing)  # as the evaluator traces its run
+    payload = json.loads(stop_json(ws))
+    payload["last_assistant_message"] = "Only r7-c13 fails, by a hair: bf16 rounding, nothing to worry about."
+    done = run_quaere("hook", "stop", cwd=ws.root, stdin=json.dumps(payload))
+    assert json.loads(done.stdout)["decision"] == "block", done.stderr
+    events = read_trace(ws.trace).events
+    detected = [e for e in events if e.type == "moment"][-1]
+    assert detected.moment.value == "explained_failure" and "its final message dismissed it" in detected.evidence
+    assert "rounding" in detected.evidence and "answers the claim of" in detected.evidence
+    asked = [e for e in events if e.type == "question"][-1]
+    assert (asked.moment.value, asked.entry_id) == ("explained_failure", "numerics.rounding-claim")
+    # afterwards the moment is still in force for a person, who can queue the next rung's question
+    shown = run_quaere("ask", cwd=ws.root)
+    assert shown.returncode == 0, shown.stderr
+    assert "moment: explained_failure" in shown.stdout and "still in force" in shown.stdout
+    assert asked.entry_id not in shown.stdout.split("suggestions")[1]
 
 
 def test_stop_slow_but_correct_is_a_claimed_limit(ws, task):

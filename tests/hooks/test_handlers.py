@@ -220,8 +220,16 @@ def test_post_tool_asks_after_an_evaluation_when_a_moment_holds(ws):
     assert handle_post_tool(post_payload("ls"), deps).output is None
 
 
-def test_post_tool_ignores_claimed_limit_and_non_evaluations(ws):
-    deps = deps_for(ws, moments=[(Moment.CLAIMED_LIMIT, "said optimal")])
+def test_post_tool_asks_a_limit_claimed_mid_turn_after_any_tool(ws):
+    deps = deps_for(ws, moments=[(Moment.CLAIMED_LIMIT, "said optimal"), (Moment.PLATEAU, "6 evaluations")])
+    answer = handle_post_tool(post_payload("ls"), deps)
+    assert answer.output["hookSpecificOutput"]["additionalContext"] == "Question: Q1 for claimed_limit?"
+    assert deps.questions.asked == [Moment.CLAIMED_LIMIT]  # the plateau waits for an evaluation
+    assert handle_post_tool(post_payload("ls"), deps).output is None  # asked once per evaluation count
+
+
+def test_post_tool_asks_nothing_when_no_moment_holds(ws):
+    deps = deps_for(ws)
     assert handle_post_tool(post_payload("ls"), deps).output is None
     add_eval(ws)
     assert handle_post_tool(post_payload(), deps).output is None

@@ -115,7 +115,7 @@ def ask_view(
     checks = check_moments(events, config, now)
     moment, evidence = select_moment(checks, requested, events)
     asked = asked_ids(events)
-    situation = situation_of(events, context)
+    situation = situation_of(events, context, config.plateau.min_gain_pct)
     source = BankSource(bank, question_seed(ws) if seed is None else seed)
     suggestions = source.suggest(moment, situation, asked, n)
     session = max((e.session for e in events), default=0)

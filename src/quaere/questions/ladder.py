@@ -32,7 +32,12 @@ class Rung:
 
 _LEVEL = Rung("level-shift", "move the work to another layer of the system", kinds=frozenset({QuestionKind.LEVEL_SHIFT}))
 _LIMIT = Rung("limit-challenge", "ask for the measurement behind the limit", kinds=frozenset({QuestionKind.LIMIT_CHALLENGE}))
-_GAP = Rung("comparison-gap", "look at where the gap is largest", groups=frozenset({"comparison", "gap"}))
+_GAP = Rung(
+    "comparison-gap",
+    "look at where the gap is largest",
+    kinds=frozenset({QuestionKind.INFORMATION}),
+    groups=frozenset({"comparison", "gap"}),
+)
 _REFRAME = Rung("reframing", "question the search itself", groups=frozenset({"search", "framing"}))
 
 LADDERS: dict[Moment, tuple[Rung, ...]] = {

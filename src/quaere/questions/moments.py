@@ -176,6 +176,11 @@ def _stop_justified(events: Events, stop_index: int, config: ClaimedLimitConfig)
     return _meets_target(events, stop_index, config)
 
 
+def _answered(events: Events, index: int) -> bool:
+    """A question (for whichever moment) was asked after event ``index``: a stop already answered."""
+    return any(isinstance(e, QuestionAsked) for e in events[index + 1 :])
+
+
 def check_claimed_limit(events: Events, config: ClaimedLimitConfig = DEFAULT_CLAIMED_LIMIT) -> MomentCheck:
     """Holds on a stop attempt while the goal is unmet, or on the agent's own words claiming a limit or
     completion while the goal is unmet (negated or hypothetical phrases do not count), either one after
@@ -186,7 +191,7 @@ def check_claimed_limit(events: Events, config: ClaimedLimitConfig = DEFAULT_CLA
     start = max(start, evaluations[-1][0] + 1 if evaluations else start)
     for index in range(len(events) - 1, start - 1, -1):
         event = events[index]
-        if isinstance(event, StopAttempt) and not _stop_justified(events, index, config):
+        if isinstance(event, StopAttempt) and not _stop_justified(events, index, config) and not _answered(events, index):
             reading = read_words(event.last_message)
             said = f"; its final message: {reading.summary(Moment.CLAIMED_LIMIT)}" if reading.holds(Moment.CLAIMED_LIMIT) else ""
             return MomentCheck(

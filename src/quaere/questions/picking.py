@@ -30,6 +30,8 @@ class QueuedQuestions:
     workspace: Workspace
     source: QuestionSource
     context: TaskContext
+    config: MomentsConfig = DEFAULT_CONFIG
+    """The detectors' settings: what counts as a new best (which ends a ladder) comes from them."""
 
     def pick(self, moment: Moment, evidence: str) -> ChosenQuestion | NoQuestion:
         queued = pop_next(self.workspace)
@@ -37,7 +39,8 @@ class QueuedQuestions:
             return queued
         events = read_trace(self.workspace.trace).events
         try:
-            return self.source.choose(moment, situation_of(events, self.context), asked_ids(events), evidence)
+            situation = situation_of(events, self.context, self.config.plateau.min_gain_pct)
+            return self.source.choose(moment, situation, asked_ids(events), evidence)
         except BankExhausted as exc:
             return NoQuestion(moment=moment, reason=str(exc))
 

@@ -8,12 +8,14 @@ The hook and ``quaere ask`` build it from the same trace, so they choose the sam
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from quaere.questions.moments import DEFAULT_PLATEAU
 from quaere.questions.phrases import read_words
 from quaere.records import Moment
 from quaere.task.spec import TaskSpec
@@ -77,16 +79,19 @@ def context_of(spec: TaskSpec) -> TaskContext:
     )
 
 
-def _streaks(events: Sequence[TraceEvent]) -> dict[Moment, int]:
+def _streaks(events: Sequence[TraceEvent], min_gain_pct: float) -> dict[Moment, int]:
+    """Questions in a row per moment; a new best (by more than ``min_gain_pct``, as the plateau detector
+    counts one) moves a plateau and a claimed limit on, a correct evaluation a failure explained away."""
     streak = dict.fromkeys(Moment, 0)
-    best = float("-inf")
+    best = math.nan
     for event in events:
         if isinstance(event, QuestionAsked):
             streak[event.moment] += 1
         elif isinstance(event, EvaluationDone) and event.correct:
             streak[Moment.EXPLAINED_FAILURE] = 0
-            if event.geomean_ratio is not None and event.geomean_ratio > best:
-                best = event.geomean_ratio
+            ratio = event.geomean_ratio
+            if ratio is not None and (math.isnan(best) or ratio > best * (1 + min_gain_pct / 100)):
+                best = ratio
                 streak[Moment.PLATEAU] = streak[Moment.CLAIMED_LIMIT] = 0
     return streak
 
@@ -108,8 +113,10 @@ def _latest_claims(events: Sequence[TraceEvent]) -> frozenset[str]:
     return frozenset(tags)
 
 
-def situation_of(events: Sequence[TraceEvent], context: TaskContext) -> TaskContext:
-    """``context`` with the evidence of ``events`` filled in."""
+def situation_of(
+    events: Sequence[TraceEvent], context: TaskContext, min_gain_pct: float = DEFAULT_PLATEAU.min_gain_pct
+) -> TaskContext:
+    """``context`` with the evidence of ``events`` filled in (``min_gain_pct``: what counts as a new best)."""
     evaluations = [e for e in events if isinstance(e, EvaluationDone)]
     correct = [e for e in evaluations if e.correct]
     latest = evaluations[-1] if evaluations else None
@@ -125,6 +132,6 @@ def situation_of(events: Sequence[TraceEvent], context: TaskContext) -> TaskCont
             evaluations=len(evaluations),
             floors_known=any(e.geomean_ratio is not None for e in correct),
             above_floor=bool(correct and correct[-1].above_roofline),
-            streak=_streaks(events),
+            streak=_streaks(events, min_gain_pct),
         )
     )

@@ -2,8 +2,8 @@
 
 :class:`BankSource` asks only entries that fit the moment and whose ``when`` conditions hold in the
 evidence (:class:`TaskContext`: task, correctness, the claim made, floors, evaluations), never repeats an
-entry within a campaign, escalates along the moment's ladder when the moment comes back (:mod:`.ladder`),
-prefers entries that answer what the agent claimed, rotates groups, and breaks ties with a hash of the
+entry within a campaign, asks first what answers the agent's own claim ("memory-bound", "rounding"),
+escalates along the moment's ladder when the moment comes back (:mod:`.ladder`), rotates groups, and breaks ties with a hash of the
 seed, so the same seed and history give the same question. When nothing fitting is left it raises
 :class:`BankExhausted` rather than ask an entry that does not fit. :class:`HumanSource` shows a person the
 same suggestions and takes their pick, edit or own text through an injected callable.
@@ -117,12 +117,12 @@ class BankSource:
 
             def rank(e: BankEntry, shown: frozenset[str] = shown) -> tuple:
                 """Smaller first: a group not yet among the suggestions (so the first suggestion is the
-                choice and the others show other groups), the earliest rung, an answer to the claim made,
+                choice and the others show other groups), an answer to the claim made, the earliest rung,
                 not the group asked last, the least-asked group, then a seeded hash."""
                 return (
                     e.group in shown,
-                    rung_index(e, order),
                     not _answers_claim(e, context),
+                    rung_index(e, order),
                     e.group == last_group,
                     usage[e.group],
                     _tiebreak(self.seed, len(asked), e.id),
