@@ -29,7 +29,8 @@ from quaere.workspace import Workspace, create_workspace
 from .helpers import evaluation, failure, said
 
 CASES = 200
-MESSAGES = [m["text"] for m in yaml.safe_load((Path(__file__).parent / "data" / "messages-dev.yaml").read_text())["messages"]]
+DEV = Path(__file__).parent / "data" / "messages-dev.yaml"
+MESSAGES = [m["text"] for m in yaml.safe_load(DEV.read_text(encoding="utf-8"))["messages"]]
 
 
 def random_trace(rng: random.Random, bank_ids: list[str]) -> list[TraceEvent]:

@@ -119,7 +119,9 @@ def ask_view(
     source = BankSource(bank, question_seed(ws) if seed is None else seed)
     suggestions = source.suggest(moment, situation, asked, n)
     session = max((e.session for e in events), default=0)
-    return AskView(tuple(checks), moment, evidence, tuple(suggestions), situation, tuple(asked), session, trace.problems)
+    return AskView(
+        tuple(checks), moment, evidence, tuple(suggestions), situation, tuple(asked), session, trace.problems
+    )
 
 
 def record_question(ws: Workspace, question: ChosenQuestion, session: int = 0) -> None:

@@ -56,7 +56,8 @@ FRENCH_NE = re.compile(r"\bne\b|\bn'")
 FRENCH_QUANTIFIERS = re.compile(r"\b(?:aucune?|rien|personne|jamais|nul|nulle)\b")
 FRENCH_PARTICLES = re.compile(r"\b(?:pas|plus|rien|jamais|aucune?|guere|personne)\b")
 CAPACITY = re.compile(
-    r"\b(?:can|could|cannot|will|would|able|possible|impossible|way|path|how|likely|unlikely|expect|peut|peuvent|pourra|"
+    r"\b(?:can|could|cannot|will|would|able|possible|impossible|way|path|how|likely|unlikely|expect|peut|peuvent|"
+    r"pourra|"
     r"pourrait|possible|moyen|comment|capable)\b|\b(?:can't|won't|wouldn't|couldn't)"
 )
 # Before a cue: a hypothesis, a check to run, a retracted or reported view, a contrast.
@@ -65,8 +66,10 @@ SUSPENDERS = re.compile(
     r"to (?:check|verify|see|test|rule out|determine|confirm|find out)|rule out|ruling out|"
     r"(?:let me|let's|i'll|i will|i need to|need to|i want to|we should|should|must) (?:check|verify|see|test|"
     r"rule out|determine|confirm|measure|compare)|before (?:blaming|concluding|assuming|calling)|rather than|"
-    r"instead of|claim(?:ed|ing)?|assumed|suspected earlier|(?:first|initially|originally) suspected|idea that|earlier i|thought|at first|initially|originally|"
-    r"tempting to|tempted to|tried to|too (?:early|soon) to|premature to|guess|hypothes\w*|theory that|one could say|it would be easy to|au debut|d'abord cru|"
+    r"instead of|claim(?:ed|ing)?|assumed|suspected earlier|(?:first|initially|originally) suspected|idea that|"
+    r"earlier i|thought|at first|initially|originally|"
+    r"tempting to|tempted to|tried to|too (?:early|soon) to|premature to|guess|hypothes\w*|theory that|one could say|"
+    r"it would be easy to|au debut|d'abord cru|"
     r"si|est-ce que|au cas ou|a moins que|verifier (?:si|que)|avant de|plutot que|au lieu de|"
     r"(?:too|far|much|way) (?:large|big|larger|bigger|beyond|above|more|systematic)|larger than any|beyond what)\b"
 )
@@ -79,7 +82,8 @@ POST_NEGATORS = re.compile(
     r"(?:not|never|hardly|impossible|unlikely|infeasible|out of reach|marginal|negligible|minimal|"
     r"insignificant|ruled out|excluded|wrong|false|mistaken|incorrect|premature|unnecessary|pointless|futile|"
     r"useless)\b|(?:isn't|aren't|wasn't|won't|wouldn't|can't|cannot|doesn't|didn't|"
-    r"will not|would not|does not|did not)\b|(?:serai\w*|sont|est)\s+(?:marginaux|marginal\w*|negligeables?|faibles?)\b|(?:would |will )?requires? (?:new |different |a faster |better )?"
+    r"will not|would not|does not|did not)\b|(?:serai\w*|sont|est)\s+(?:marginaux|marginal\w*|negligeables?|"
+    r"faibles?)\b|(?:would |will )?requires? (?:new |different |a faster |better )?"
     r"(?:hardware|gpu|card)|n'|ne\b|(?:est|sont|semble|serait)\s+(?:impossible|exclue?|negligeable|marginal))"
 )
 # A relative clause after a cue is about something else ("a corner case that real inputs won't hit").

@@ -74,10 +74,11 @@ def _jumps(e: EvaluationDone, bests: _Bests, config: SuspiciousGainConfig) -> li
             f"geomean {bests.geomean:.3f}x -> {e.geomean_ratio:.3f}x in one evaluation "
             f"(+{(e.geomean_ratio / bests.geomean - 1) * 100:.0f}%, threshold {config.gain_pct:.0f}%) at {at}"
         )
+    factor = 1 + config.scenario_gain_pct / 100
     jumped = {
         s: (bests.by_scenario[s], r)
         for s, r in e.ratios.items()
-        if s in bests.by_scenario and math.isfinite(r) and r > bests.by_scenario[s] * (1 + config.scenario_gain_pct / 100)
+        if s in bests.by_scenario and math.isfinite(r) and r > bests.by_scenario[s] * factor
     }
     if jumped:
         worst = max(jumped, key=lambda s: jumped[s][1] / jumped[s][0])

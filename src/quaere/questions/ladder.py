@@ -30,8 +30,12 @@ class Rung:
         return (not self.kinds or entry.kind in self.kinds) and (not self.groups or entry.group in self.groups)
 
 
-_LEVEL = Rung("level-shift", "move the work to another layer of the system", kinds=frozenset({QuestionKind.LEVEL_SHIFT}))
-_LIMIT = Rung("limit-challenge", "ask for the measurement behind the limit", kinds=frozenset({QuestionKind.LIMIT_CHALLENGE}))
+_LEVEL = Rung(
+    "level-shift", "move the work to another layer of the system", kinds=frozenset({QuestionKind.LEVEL_SHIFT})
+)
+_LIMIT = Rung(
+    "limit-challenge", "ask for the measurement behind the limit", kinds=frozenset({QuestionKind.LIMIT_CHALLENGE})
+)
 _GAP = Rung(
     "comparison-gap",
     "look at where the gap is largest",

@@ -198,7 +198,8 @@ def check_neutrality(entries: list[BankEntry], rules: LintRules) -> list[LintPro
                     _p(
                         e,
                         field,
-                        f"core entries must be neutral; found {found} (move it to the comparison set or a task's extras)",
+                        f"core entries must be neutral; found {found} "
+                        "(move it to the comparison set or a task's extras)",
                     )
                 )
     return problems
@@ -230,7 +231,11 @@ def _duplicates(entries: list[BankEntry], rules: LintRules) -> list[LintProblem]
 RULES: tuple[Rule, ...] = (
     Rule("ids", "A trace names questions by id; two entries with one id make it ambiguous.", check_ids),
     Rule("form", "The agent reads one short question; several, or a statement, dilute it.", check_form),
-    Rule("sets", "A set says what a task must offer; an entry outside its set is asked where it cannot apply.", check_sets),
+    Rule(
+        "sets",
+        "A set says what a task must offer; an entry outside its set is asked where it cannot apply.",
+        check_sets,
+    ),
     Rule("counts", "The published bank's shape: every group and architecture has enough to rotate.", check_counts),
     Rule("moments", "A moment with few entries repeats itself or runs dry within a campaign.", check_moments),
     Rule("neutrality", "Core entries must fit any kernel; a word of one case biases every campaign.", check_neutrality),
@@ -241,8 +246,16 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule("would-form", "'Would X help?' proposes X instead of asking for evidence.", _wording(wording.find_would_form)),
     Rule("answer-list", "A list of candidate answers is a menu, not a question.", _wording(wording.find_answer_lists)),
-    Rule("answerable", "A plan or an opinion cannot be checked by one measurement or one reading.", _wording(wording.find_unanswerable)),
-    Rule("device", "An entry about warps, SMs or SASS asked on a CPU task cannot be answered.", _wording(wording.find_undeclared_gpu)),
+    Rule(
+        "answerable",
+        "A plan or an opinion cannot be checked by one measurement or one reading.",
+        _wording(wording.find_unanswerable),
+    ),
+    Rule(
+        "device",
+        "An entry about warps, SMs or SASS asked on a CPU task cannot be answered.",
+        _wording(wording.find_undeclared_gpu),
+    ),
     Rule("duplicates", "Two entries asked alike and answered by the same measurement waste a question.", _duplicates),
 )
 

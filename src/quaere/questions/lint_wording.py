@@ -25,11 +25,14 @@ TECHNIQUE_PATTERNS: tuple[str, ...] = (
     r"\bcp\.async\w*", r"\bldmatrix\b", r"\bmma\.sync\b", r"\bwgmma\b", r"\btcgen05\w*", r"\bcta_group\b",
     r"\btma\b", r"\btensor memory accelerator\b", r"\bmbarriers?\b", r"\bsetmaxnreg\b", r"\bregister reallocation\b",
     r"\bwarp[- ]speciali[sz]\w*", r"\bproducer\b", r"\bconsumer warp\w*", r"\bmulticast\b",
-    r"\bdistributed shared memory\b", r"\b(?:thread )?block clusters?\b", r"\bl2 persist\w*", r"\baccess (?:policy )?window\b",
+    r"\bdistributed shared memory\b", r"\b(?:thread )?block clusters?\b", r"\bl2 persist\w*",
+    r"\baccess (?:policy )?window\b",
     r"\bpersistent (?:kernels?|blocks?|grid|threads?)\b", r"\bsplit[- ]k\b", r"\bstream[- ]k\b", r"\bsplit reduction\b",
-    r"\bdouble[- ]buffer\w*", r"\bsoftware pipelin\w*", r"\bmulti-stage pipeline\b", r"\bvector(?:i[sz]ed)? (?:loads?|stores?)\b",
+    r"\bdouble[- ]buffer\w*", r"\bsoftware pipelin\w*", r"\bmulti-stage pipeline\b",
+    r"\bvector(?:i[sz]ed)? (?:loads?|stores?)\b",
     r"\bvectori[sz]\w*", r"\bswizzl\w*", r"\btensor memory\b", r"\btwo-cta\b", r"\bblock-scaled\b", r"\bfp[4-8]\b",
-    r"__syncthreads", r"\bcuda::pipeline\b", r"\barrive/wait\b", r"\bwarp shuffles?\b", r"\basynchronous cop(?:y|ies)\b",
+    r"__syncthreads", r"\bcuda::pipeline\b", r"\barrive/wait\b", r"\bwarp shuffles?\b",
+    r"\basynchronous cop(?:y|ies)\b",
     r"\bbulk cop(?:y|ies)\b", r"\bprefetch\w*", r"\bkernel fusion\b", r"\bfus(?:e|ing) the\b", r"\blaunch bounds\b",
     r"\bregister cap\b", r"\bloop unrolling\b",
 )
@@ -144,5 +147,6 @@ def find_duplicates(entries: Sequence[BankEntry], max_question: float, max_combi
                 continue
             q, ev = cosine(questions[i], questions[j]), cosine(evidence[i], evidence[j])
             if q > max_question or q + ev > max_combined:
-                found.append((b, "question", f"near duplicate of '{a.id}' (question cosine {q:.2f}, evidence {ev:.2f})"))
+                message = f"near duplicate of '{a.id}' (question cosine {q:.2f}, evidence {ev:.2f})"
+                found.append((b, "question", message))
     return found

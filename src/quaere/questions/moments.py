@@ -121,7 +121,8 @@ def check_campaign_start(events: Events, config: CampaignStartConfig = DEFAULT_C
         return MomentCheck(
             moment=Moment.CAMPAIGN_START,
             holds=False,
-            evidence=f"no question asked, but {evaluations} evaluations have run (start ends after {config.max_evaluations})",
+            evidence=f"no question asked, but {evaluations} evaluations have run "
+            f"(start ends after {config.max_evaluations})",
         )
     return MomentCheck(
         moment=Moment.CAMPAIGN_START,
@@ -191,19 +192,21 @@ def check_claimed_limit(events: Events, config: ClaimedLimitConfig = DEFAULT_CLA
     start = max(start, evaluations[-1][0] + 1 if evaluations else start)
     for index in range(len(events) - 1, start - 1, -1):
         event = events[index]
-        if isinstance(event, StopAttempt) and not _stop_justified(events, index, config) and not _answered(events, index):
+        unanswered_stop = isinstance(event, StopAttempt) and not _answered(events, index)
+        if unanswered_stop and not _stop_justified(events, index, config):
             reading = read_words(event.last_message)
-            said = f"; its final message: {reading.summary(Moment.CLAIMED_LIMIT)}" if reading.holds(Moment.CLAIMED_LIMIT) else ""
-            return MomentCheck(
-                moment=Moment.CLAIMED_LIMIT, holds=True, evidence=f"the agent tried to stop while the goal is unmet{said}"
-            )
+            claim = reading.summary(Moment.CLAIMED_LIMIT) if reading.holds(Moment.CLAIMED_LIMIT) else ""
+            said = f"; its final message: {claim}" if claim else ""
+            evidence = f"the agent tried to stop while the goal is unmet{said}"
+            return MomentCheck(moment=Moment.CLAIMED_LIMIT, holds=True, evidence=evidence)
         if isinstance(event, AgentMessage) and event.role == "assistant" and not _meets_target(events, index, config):
             reading = read_words(event.text)
             if reading.holds(Moment.CLAIMED_LIMIT):
                 return MomentCheck(
                     moment=Moment.CLAIMED_LIMIT,
                     holds=True,
-                    evidence=f"the agent claimed a limit or completion with the goal unmet: {reading.summary(Moment.CLAIMED_LIMIT)}",
+                    evidence="the agent claimed a limit or completion with the goal unmet: "
+                    + reading.summary(Moment.CLAIMED_LIMIT),
                 )
     return MomentCheck(
         moment=Moment.CLAIMED_LIMIT, holds=False, evidence="no stop attempt with the goal unmet and no claim of a limit"
@@ -225,11 +228,13 @@ def check_explained_failure(events: Events, config: ExplainedFailureConfig = DEF
             continue
         if index < start or last_failure is None:
             continue
-        failing = f"{', '.join(last_failure.failing[:3]) or 'the evaluation'} failed at {_short(last_failure.candidate_hash)}"
+        scenarios = ", ".join(last_failure.failing[:3]) or "the evaluation"
+        failing = f"{scenarios} failed at {_short(last_failure.candidate_hash)}"
         reading = read_words(_words(event))
         said = reading.summary(Moment.EXPLAINED_FAILURE) if reading.holds(Moment.EXPLAINED_FAILURE) else ""
         if isinstance(event, StopAttempt):
-            found = f"the agent tried to stop after {failing}" + (f"; its final message dismissed it: {said}" if said else "")
+            dismissed = f"; its final message dismissed it: {said}" if said else ""
+            found = f"the agent tried to stop after {failing}{dismissed}"
         elif said:
             found = f"after {failing}, the agent explained it away: {said}"
     if found:

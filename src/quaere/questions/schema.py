@@ -9,7 +9,7 @@ from __future__ import annotations
 from enum import Enum
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from quaere.questions.lexicon import CLAIM_TAGS
 from quaere.questions.situation import KNOWN_ARCHS, TaskContext
@@ -87,20 +87,13 @@ class When(Strict):
     min_evaluations: int = Field(default=0, ge=0)
     """Asked only once this many evaluations are on record (a question about 'the last five changes' needs five)."""
 
-    @field_validator("arch")
+    @field_validator("arch", "claims")
     @classmethod
-    def _known_arch(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        unknown = [a for a in value if a not in KNOWN_ARCHS]
+    def _known(cls, value: tuple[str, ...], info: ValidationInfo) -> tuple[str, ...]:
+        what, known = ("architecture", KNOWN_ARCHS) if info.field_name == "arch" else ("claim", tuple(CLAIM_TAGS))
+        unknown = [v for v in value if v not in known]
         if unknown:
-            raise ValueError(f"unknown architecture {unknown}; expected some of {list(KNOWN_ARCHS)}")
-        return value
-
-    @field_validator("claims")
-    @classmethod
-    def _known_claims(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        unknown = [c for c in value if c not in CLAIM_TAGS]
-        if unknown:
-            raise ValueError(f"unknown claim {unknown}; expected some of {sorted(CLAIM_TAGS)}")
+            raise ValueError(f"unknown {what} {unknown}; expected some of {sorted(known)}")
         return value
 
 

@@ -3,10 +3,11 @@
 :class:`BankSource` asks only entries that fit the moment and whose ``when`` conditions hold in the
 evidence (:class:`TaskContext`: task, correctness, the claim made, floors, evaluations), never repeats an
 entry within a campaign, asks first what answers the agent's own claim ("memory-bound", "rounding"),
-escalates along the moment's ladder when the moment comes back (:mod:`.ladder`), rotates groups, and breaks ties with a hash of the
-seed, so the same seed and history give the same question. When nothing fitting is left it raises
-:class:`BankExhausted` rather than ask an entry that does not fit. :class:`HumanSource` shows a person the
-same suggestions and takes their pick, edit or own text through an injected callable.
+escalates along the moment's ladder when the moment comes back (:mod:`.ladder`), rotates groups, and
+breaks ties with a hash of the seed, so the same seed and history give the same question. When nothing
+fitting is left it raises :class:`BankExhausted` rather than ask an entry that does not fit.
+:class:`HumanSource` shows a person the same suggestions and takes their pick, edit or own text through
+an injected callable.
 """
 
 from __future__ import annotations
