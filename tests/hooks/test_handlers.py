@@ -108,7 +108,9 @@ def test_stop_correct_but_slow_is_a_claimed_limit(ws):
     deps = deps_for(ws)
     answer = handle_stop(stop_payload(), deps)
     assert answer.output["reason"].endswith("Question: Q1 for claimed_limit?")
-    assert events(ws, "moment")[0].evidence == "stop attempt with the goal unmet"
+    evidence = events(ws, "moment")[0].evidence  # the goal's state, and what the final message claimed
+    assert evidence.startswith("stop attempt with the goal unmet; its final message: word score")
+    assert "(optimal;" in evidence
 
 
 def test_stop_uses_the_detectors_evidence_for_its_moment(ws):
