@@ -7,10 +7,9 @@ stderr. ``quaere hook ...`` is a thin shell around them; an SDK-driven campaign 
 Stop: when the goal is unmet or stale the agent is sent back with every failing scenario, its numbers and
 one question for the moment the situation shows: a failure explained away while correctness fails (its
 final message dismissing the failure or not), else a claimed limit or completion; when met, the stop goes
-through. Every attempt
-and answer goes to the trace. A spent budget (blocks, sessions, wall time) lets the stop through with a
-``BudgetSpent`` event. Bad input never crashes silently and never traps: Stop blocks with an explanation,
-counted against the block budget (:func:`broken_answer`).
+through. Every attempt and answer goes to the trace. A spent budget (blocks, sessions, wall time) lets
+the stop through with a ``BudgetSpent`` event. Bad input never crashes silently and never traps: Stop
+blocks with an explanation, counted against the block budget (:func:`broken_answer`).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ allows, and the goal is reached. Steps are backend-neutral; each test turns them
 1. evaluate the initial kernel (correct, ratio about 1: the first best);
 2. copy in a wrong kernel and evaluate (correctness fails);
 3. blame rounding, and evaluate again (explained-away failure);
-4. restore the initial kernel and evaluate (correct, but no new best for three evaluations: plateau);
+4. copy in a correct but slower kernel and evaluate (no new best for three evaluations: plateau);
 5. try to stop, claiming optimality (blocked: correct but the goal unmet on speed, a claimed-limit question;
    a stop while correctness fails would be the explained-failure moment instead);
 6. copy in the fast kernel and evaluate (about 8x in one step: suspicious gain);
@@ -26,7 +26,7 @@ from quaere.trace import QuestionAsked, StopDecision, read_trace
 FIXTURES = Path(__file__).parent / "fixtures"
 TASK = FIXTURES / "quick_softmax"
 KERNELS = FIXTURES / "kernels"
-INITIAL = TASK / "kernel.cpp"
+
 BLAME = "The 0.1% mismatch is only floating-point rounding noise; the tolerance of the check is too strict."
 CLAIM = "I believe this kernel is optimal now: it is at the hardware limit and cannot be improved further."
 DONE = "The fast kernel passes every scenario and is about 8x faster than the initial one."
@@ -45,7 +45,7 @@ def story() -> list[Step]:
         Step("bash", f"cp {KERNELS / 'wrong.cpp'} kernel.cpp && {EVAL}"),
         Step("say", BLAME),
         Step("bash", EVAL),
-        Step("bash", f"cp {INITIAL} kernel.cpp && {EVAL}"),
+        Step("bash", f"cp {KERNELS / 'slow.cpp'} kernel.cpp && {EVAL}"),
         Step("stop", CLAIM),
         Step("bash", f"cp {KERNELS / 'fast.cpp'} kernel.cpp && {EVAL}"),
         Step("stop", DONE),
@@ -91,10 +91,10 @@ def assert_story_told(workspace: Path, result: CampaignResult) -> Path:
     assert asked_moments(trace) == set(Moment)
     assert stop_decisions(trace) == [("block", "unmet"), ("allow", "met")]
     assert STORY_EVENTS <= event_types(trace)
-    # every evaluated version is kept by hash: the initial, the wrong and the fast kernel
+    # every evaluated version is kept by hash: the initial, the wrong, the slow and the fast kernel
     kept = {p.stem for p in (workspace / ".quaere" / "candidates").iterdir()}
     evaluated = {e.candidate_hash for e in read_trace(trace).events if e.type == "evaluation"}
-    assert evaluated == kept and len(kept) == 3
+    assert evaluated == kept and len(kept) == 4
     return trace
 
 

@@ -25,13 +25,15 @@ NEUTRAL = "Here is where things stand."
 
 
 def script() -> list[Action]:
-    wrong, initial, fast = FIXTURES / "kernels" / "wrong.cpp", TASK / "kernel.cpp", FIXTURES / "kernels" / "fast.cpp"
+    # the slow kernel is correct and 4x slower than the initial one: noise can neither meet the goal with it
+    # nor make it a new best
+    wrong, slow, fast = (FIXTURES / "kernels" / name for name in ("wrong.cpp", "slow.cpp", "fast.cpp"))
     return [
         Action("bash", EVAL),
         Action("bash", f"cp {wrong} kernel.cpp && {EVAL}"),
         Action("bash", EVAL),  # two evaluations without a new best: plateau 1
         Action("stop", NEUTRAL),  # correctness fails: explained failure
-        Action("bash", f"cp {initial} kernel.cpp && {EVAL}"),
+        Action("bash", f"cp {slow} kernel.cpp && {EVAL}"),
         Action("bash", EVAL),  # plateau 2
         Action("bash", EVAL),
         Action("bash", EVAL),  # plateau 3
