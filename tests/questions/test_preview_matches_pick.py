@@ -18,6 +18,7 @@ from quaere.hook_install import Agent
 from quaere.hook_wiring import build_deps
 from quaere.questions.ask import ask_view
 from quaere.questions.bank import load_bank
+from quaere.questions.moments import MomentsConfig, PlateauConfig
 from quaere.questions.picking import QueuedQuestions
 from quaere.questions.situation import context_of
 from quaere.questions.sources import BankSource, NoQuestion
@@ -72,10 +73,12 @@ def test_the_preview_is_the_pick(tmp_path: Path, capsys) -> None:
         rewrite(ws, random_trace(rng, ids))
         picker = hook_picker
         ws.campaign_state.unlink(missing_ok=True)
-        if case % 2:  # under a campaign: its own seed, in campaign.json and in its picker
+        if case % 2:  # under a campaign: its own seed and settings, in campaign.json and in its picker
             seed = rng.randint(0, 10**6)
-            save_state(ws.campaign_state, CampaignState(config={"seed": seed}))
-            picker = QueuedQuestions(ws, BankSource(bank, seed), context_of(task.spec))
+            config = MomentsConfig(plateau=PlateauConfig(min_gain_pct=rng.choice([0.5, 30.0, 100.0])))
+            persisted = {"seed": seed, "moments": config.model_dump(mode="json")}
+            save_state(ws.campaign_state, CampaignState(config=persisted))
+            picker = QueuedQuestions(ws, BankSource(bank, seed), context_of(task.spec), config)
         moment = rng.choice(list(Moment))
         view = ask_view(ws, bank, context_of(task.spec), requested=moment, n=3)
         picked = picker.pick(moment, "evidence")

@@ -14,6 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from quaere.questions.bank import Bank
 from quaere.questions.moments import DEFAULT_CONFIG, MomentCheck, MomentsConfig, check_moments
 from quaere.questions.queue import enqueue
@@ -40,19 +42,34 @@ def load_task_spec(ws: Workspace) -> TaskSpec:
     return parse_task_toml(Path(folder) / "task.toml")
 
 
+def _campaign_config(ws: Workspace) -> dict:
+    """The persisted settings of the campaign that runs in ``ws`` ({} when none, or unreadable)."""
+    from quaere.agents.state import StateError, load_state
+
+    if not ws.campaign_state.exists():
+        return {}
+    try:
+        return load_state(ws.campaign_state).config
+    except StateError:
+        return {}
+
+
 def question_seed(ws: Workspace) -> int:
     """The seed of the bank's tie-breaks in ``ws``: the campaign's seed when a campaign runs there, else a
     hash of the workspace folder. The hooks, a campaign and ``quaere ask`` all take it from here."""
-    from quaere.agents.state import StateError, load_state
-
-    if ws.campaign_state.exists():
-        try:
-            seed = load_state(ws.campaign_state).config.get("seed")
-        except StateError:
-            seed = None
-        if isinstance(seed, int):
-            return seed
+    seed = _campaign_config(ws).get("seed")
+    if isinstance(seed, int):
+        return seed
     return int(hashlib.sha256(str(ws.root.resolve()).encode()).hexdigest()[:8], 16)
+
+
+def moments_config(ws: Workspace) -> MomentsConfig:
+    """The detectors' settings in ``ws``: the campaign's when a campaign runs there, else the defaults, so
+    ``quaere ask`` sees the moments the campaign's hooks see."""
+    try:
+        return MomentsConfig.model_validate(_campaign_config(ws).get("moments", {}))
+    except ValidationError:
+        return DEFAULT_CONFIG
 
 
 @dataclass(frozen=True)
@@ -106,10 +123,12 @@ def ask_view(
     seed: int | None = None,
     n: int = 3,
     now: float = math.nan,
-    config: MomentsConfig = DEFAULT_CONFIG,
+    config: MomentsConfig | None = None,
 ) -> AskView:
     """Read the workspace's trace, detect the moments and suggest ``n`` entries for the chosen one, in
-    the order the hooks would ask them (``seed`` None: the workspace's :func:`question_seed`)."""
+    the order the hooks would ask them (``seed`` None: the workspace's :func:`question_seed`; ``config``
+    None: the workspace's :func:`moments_config`)."""
+    config = moments_config(ws) if config is None else config
     trace = read_trace(ws.trace)
     events = trace.events
     checks = check_moments(events, config, now)
