@@ -26,6 +26,8 @@ from quaere.trace import QuestionAsked, StopDecision, read_trace
 FIXTURES = Path(__file__).parent / "fixtures"
 TASK = FIXTURES / "quick_softmax"
 KERNELS = FIXTURES / "kernels"
+# correct and 4x slower than the initial kernel: timing noise can neither meet the goal nor make a new best
+SLOW = f"sed 's/REPEAT = 8;/REPEAT = 32;/' {TASK / 'kernel.cpp'} > kernel.cpp"
 
 BLAME = "The 0.1% mismatch is only floating-point rounding noise; the tolerance of the check is too strict."
 CLAIM = "I believe this kernel is optimal now: it is at the hardware limit and cannot be improved further."
@@ -45,7 +47,7 @@ def story() -> list[Step]:
         Step("bash", f"cp {KERNELS / 'wrong.cpp'} kernel.cpp && {EVAL}"),
         Step("say", BLAME),
         Step("bash", EVAL),
-        Step("bash", f"cp {KERNELS / 'slow.cpp'} kernel.cpp && {EVAL}"),
+        Step("bash", f"{SLOW} && {EVAL}"),
         Step("stop", CLAIM),
         Step("bash", f"cp {KERNELS / 'fast.cpp'} kernel.cpp && {EVAL}"),
         Step("stop", DONE),

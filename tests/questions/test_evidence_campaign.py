@@ -22,18 +22,18 @@ FIXTURES = Path(__file__).parents[1] / "campaign" / "fixtures"
 TASK = FIXTURES / "quick_softmax"
 EVAL = "quaere eval"
 NEUTRAL = "Here is where things stand."
+# correct and 4x slower than the initial kernel: timing noise can neither meet the goal nor make a new best
+SLOW = f"sed 's/REPEAT = 8;/REPEAT = 32;/' {TASK / 'kernel.cpp'} > kernel.cpp"
 
 
 def script() -> list[Action]:
-    # the slow kernel is correct and 4x slower than the initial one: noise can neither meet the goal with it
-    # nor make it a new best
-    wrong, slow, fast = (FIXTURES / "kernels" / name for name in ("wrong.cpp", "slow.cpp", "fast.cpp"))
+    wrong, fast = FIXTURES / "kernels" / "wrong.cpp", FIXTURES / "kernels" / "fast.cpp"
     return [
         Action("bash", EVAL),
         Action("bash", f"cp {wrong} kernel.cpp && {EVAL}"),
         Action("bash", EVAL),  # two evaluations without a new best: plateau 1
         Action("stop", NEUTRAL),  # correctness fails: explained failure
-        Action("bash", f"cp {slow} kernel.cpp && {EVAL}"),
+        Action("bash", f"{SLOW} && {EVAL}"),
         Action("bash", EVAL),  # plateau 2
         Action("bash", EVAL),
         Action("bash", EVAL),  # plateau 3
