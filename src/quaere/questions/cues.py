@@ -48,7 +48,7 @@ PREFIX_WORDS = 10
 
 # Before a cue in its clause: these turn it over (counted: two negations cancel).
 NEGATORS = re.compile(
-    r"\b(?:not|no|never|nothing|none|nobody|nowhere|neither|nor|without|hardly|cannot|impossible|unlikely|doubt|"
+    r"\b(?:not|no|zero|never|nothing|none|nobody|nowhere|neither|nor|without|hardly|cannot|impossible|unlikely|doubt|"
     r"far from|no longer|aucune?|rien|jamais|sans|inutile|guere)\b|n't\b|\bne\b|\bn'"
 )
 DIMINISHERS = re.compile(r"\b(?:negligible|marginal|minimal|little|tiny|insignificant|negligeables?|faibles?|peu de)\b")
@@ -71,7 +71,7 @@ SUSPENDERS = re.compile(
     r"tempting to|tempted to|tried to|too (?:early|soon) to|premature to|guess|hypothes\w*|theory that|one could say|"
     r"it would be easy to|au debut|d'abord cru|"
     r"si|est-ce que|au cas ou|a moins que|verifier (?:si|que)|avant de|plutot que|au lieu de|"
-    r"(?:too|far|much|way) (?:large|big|larger|bigger|beyond|above|more|systematic)|larger than any|beyond what)\b"
+    r"(?:too|far|much|way|well) (?:large|big|larger|bigger|beyond|above|more|systematic)|larger than any|beyond what)\b"
 )
 # Before a claim only: a condition not yet met ("once all optimizations are complete, I'll ...").
 TEMPORAL = re.compile(r"\b(?:once|until|when|after|before|quand|une fois que|lorsque|des que|jusqu'a ce que)\b")
@@ -94,7 +94,8 @@ COUNTERFACTUAL = re.compile(r"^\W*(?:\w+\W+){0,1}?(?:would|could|might) (?:be|ha
 TIMING_WORDS = re.compile(
     r"\b(?:timings?|times?|speed\w*|faster|slower|latency|ms|tflop\w*|throughput|benchmarks?|median|runs?|"
     r"run-to-run|measure\w*|mesure\w*|gain|repetitions|spread|noisy|variants?|speedups?|payoff|tuning|"
-    r"performance|optimi[sz]ation\w*|bandwidth|peak|roofline|tb/s|gb/s|temps|duree|vitesse|debit|chronometr\w*)\b"
+    r"performance|optimi[sz]ation\w*|bandwidth|peak|roofline|tb/s|gb/s|temps|duree|vitesse|debit|chronometr\w*|"
+    r"improv\w*)\b"
 )
 CORRECTNESS_WORDS = re.compile(
     r"\b(?:mismatch\w*|fail\w*|errors?|wrong|incorrect\w*|discrepanc\w*|deviat\w*|max_abs_err|assert\w*|verdicts?|"

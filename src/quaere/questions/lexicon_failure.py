@@ -43,6 +43,8 @@ FAILURE_FAMILIES: tuple[Family, ...] = (
         r"\btechnicality\b|\ba la marge\b|\bwaiv\w*|\bwithin the (?:\w+ )?accuracy\b|\baccuracy (?:you'd|you would|"
         r"one would) expect\b",
         r"\b(?:threshold|tolerance|check|bound)(?:'s)? (?:\w+ ){0,2}(?:doesn't|does not|don't) make sense\b",
+        r"\b(?:threshold|tolerance|bound|check|checker|verifier)(?:'s)? (?:[\w']+ ){0,4}(?:miscalibrated|mis-calibrated|"
+        r"unreasonable|unrealistic|inappropriate)\b",
     ), correctness_topic=True),
     Family("noise", FAILURE, 1.0, -0.5, "Noise is a property of timings, not of a wrong output.", (
         r"\bnoise\b|\bbruit\b|\bnumerical slop\b|\bslop of\b|\bjitter\b|\bfuzz\b",
@@ -51,7 +53,7 @@ FAILURE_FAMILIES: tuple[Family, ...] = (
         r"\bround(?:ing|-off|off)\b|\bulps?\b|\bepsilon\b|\blast (?:few )?(?:bit|digit)s?\b|\barrondis?\b",
         r"\b(?:denorm|subnorm)\w*|\bfma contraction\b|\bfused multiply-add\b|\bleast significant (?:bits?|digits?)\b",
         r"\bfloating[- ]point (?:reordering|non-?associativity|effect|error|difference|artifact)s?\b",
-        r"\b(?:accumulation|summation|reduction|addition) order\b|\border of (?:accumulation|summation|operations)\b",
+        r"\b(?:accumulation|summation|reduction|addition)[- ]order\b|\border of (?:accumulation|summation|operations)\b",
         r"\bordre (?:d'accumulation|de sommation|des operations)\b|\breorder\w* (?:of )?(?:the )?(?:reduction|sum)\b",
         r"\b(?:in|with) a different order\b|\bvirgule flottante\b|\bpartial sums\b|\border in which\b|\btruncat\w*",
         r"\btronca\w*|\bpurely numerical\b|\bnumerical (?:issue|difference|effect|artifact|question|corner case|"
@@ -140,7 +142,7 @@ FAILURE_FAMILIES: tuple[Family, ...] = (
     ), correctness_topic=True),
     Family("gravity", FAILURE, -0.6, 1.0, "An error called significant; 'not significant' waves it away.", (
         r"\b(?:meaningful|significant|significatif|significative|serious|grave|concerning|worrying|important|"
-        r"concern|problematic|alarming|preoccupant\w*)\b",
+        r"concern|problematic|alarming|preoccupant\w*|worried|worry)\b",
     ), requires=_ERROR, correctness_topic=True),
     Family("expected", FAILURE, 0.5, 0.0, "'Expected' or 'normal' said of an error: weak alone.", (
         r"\b(?:is|are|be|seems?) (?:to be )?(?:expected|normal|inevitable|unavoidable|typical|inherent|natural)\b",
@@ -156,7 +158,7 @@ FAILURE_FAMILIES: tuple[Family, ...] = (
         r"le) (?:calcul|resultat|noyau) est "
         r"(?:bon|correct)\b",
         r"\b(?:error|mismatch|difference|deviation|erreur|ecart)s? (?:is|are|est|sont) (?:\w+ )?(?:tiny|small|minor|"
-        r"minuscule|infime|faible)s?\b|\bleaving it\b|\b(?:small|tiny|minor|slight) (?:discrepanc\w*|error|mismatch|"
+        r"minuscule|infime|faible)s?\b|\bleav(?:e|ing) it\b|\b(?:small|tiny|minor|slight) (?:discrepanc\w*|error|mismatch|"
         r"difference|deviation)s?\b",
         r"\bmove on\b|\bmoving on\b|\bkeep (?:this|the current) (?:version|kernel)\b|\bje (?:passe a la suite|garde)\b",
     )),
