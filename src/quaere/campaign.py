@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from quaere.agents.asking import CampaignQuestions, ConfiguredDetector
 from quaere.agents.base import Agent, EndReason, SessionLimits, SessionOutcome
 from quaere.agents.config import CampaignConfig
 from quaere.agents.display import CampaignView, Display, NullDisplay, TraceFollower, best_by_group
@@ -322,8 +321,10 @@ def hook_deps(
     calls itself). The block budget is the one pinned in the store."""
     from quaere.hooks.dialect import HookDialect
     from quaere.hooks.wiring import build_deps
-    from quaere.questions.ask import context_of, load_task_spec
+    from quaere.questions.ask import load_task_spec
     from quaere.questions.bank import load_bank
+    from quaere.questions.picking import Detectors, QueuedQuestions
+    from quaere.questions.situation import context_of
     from quaere.questions.sources import BankSource
     from quaere.serve.access import confirmer_for
 
@@ -333,8 +334,8 @@ def hook_deps(
         store,
         HookDialect.CLAUDE_CODE,
         confirmer=confirmer_for(store, workspace),
-        questions=CampaignQuestions(workspace, chosen, context_of(load_task_spec(workspace))),
-        moments=moments if moments is not None else ConfiguredDetector(config.moments),
+        questions=QueuedQuestions(workspace, chosen, context_of(load_task_spec(workspace)), config.moments),
+        moments=moments if moments is not None else Detectors(config.moments),
         record_tool_events=False,
         secrets=config.secret_values(),
     )

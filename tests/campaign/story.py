@@ -4,8 +4,9 @@ allows, and the goal is reached. Steps are backend-neutral; each test turns them
 1. evaluate the initial kernel (correct, ratio about 1: the first best);
 2. copy in a wrong kernel and evaluate (correctness fails);
 3. blame rounding, and evaluate again (explained-away failure);
-4. evaluate again (no new best for two evaluations: plateau);
-5. try to stop, claiming optimality (blocked: goal unmet, a claimed-limit question);
+4. copy in a correct but slower kernel and evaluate (no new best for three evaluations: plateau);
+5. try to stop, claiming optimality (blocked: correct but the goal unmet on speed, a claimed-limit question;
+   a stop while correctness fails would be the explained-failure moment instead);
 6. copy in the fast kernel and evaluate (about 8x in one step: suspicious gain);
 7. try to stop (allowed: the goal, 2x over the initial kernel on every benchmark, is met).
 """
@@ -18,13 +19,16 @@ from pathlib import Path
 
 from quaere.agents.config import Budgets, CampaignConfig
 from quaere.campaign import CampaignResult
-from quaere.questions.moments import MomentsConfig, PlateauConfig
+from quaere.questions.moments import MomentsConfig, PlateauConfig, SuspiciousGainConfig
 from quaere.records import Moment
 from quaere.trace import QuestionAsked, StopDecision, read_trace
 
 FIXTURES = Path(__file__).parent / "fixtures"
 TASK = FIXTURES / "quick_softmax"
 KERNELS = FIXTURES / "kernels"
+# correct and 4x slower than the initial kernel: timing noise can neither meet the goal nor make a new best
+SLOW = f"sed 's/REPEAT = 8;/REPEAT = 32;/' {TASK / 'kernel.cpp'} > kernel.cpp"
+
 BLAME = "The 0.1% mismatch is only floating-point rounding noise; the tolerance of the check is too strict."
 CLAIM = "I believe this kernel is optimal now: it is at the hardware limit and cannot be improved further."
 DONE = "The fast kernel passes every scenario and is about 8x faster than the initial one."
@@ -43,7 +47,7 @@ def story() -> list[Step]:
         Step("bash", f"cp {KERNELS / 'wrong.cpp'} kernel.cpp && {EVAL}"),
         Step("say", BLAME),
         Step("bash", EVAL),
-        Step("bash", EVAL),
+        Step("bash", f"{SLOW} && {EVAL}"),
         Step("stop", CLAIM),
         Step("bash", f"cp {KERNELS / 'fast.cpp'} kernel.cpp && {EVAL}"),
         Step("stop", DONE),
@@ -51,13 +55,18 @@ def story() -> list[Step]:
 
 
 def campaign_config(workspace: Path, agent: str, **fields: object) -> CampaignConfig:
-    """Small budgets and a short plateau so the story fits in one session of a few evaluations."""
+    """Small budgets and a short plateau so the story fits in one session of a few evaluations. Timing
+    noise on a loaded CI machine moves the same kernel's ratio by up to 2x, so only a larger gain (the
+    fast kernel's, about 8x) is suspicious and only a 2x gain counts as a new best."""
     return CampaignConfig(
         task=str(TASK),
         workspace=workspace,
         agent=agent,  # type: ignore[arg-type]
         budgets=Budgets(sessions=2, tool_calls=40, wall_min=15),
-        moments=MomentsConfig(plateau=PlateauConfig(evaluations=2)),
+        moments=MomentsConfig(
+            plateau=PlateauConfig(evaluations=2, min_gain_pct=100),
+            suspicious_gain=SuspiciousGainConfig(gain_pct=200, scenario_gain_pct=300, cumulative_gain_pct=300),
+        ),
         **fields,  # type: ignore[arg-type]
     )
 
@@ -84,10 +93,10 @@ def assert_story_told(workspace: Path, result: CampaignResult) -> Path:
     assert asked_moments(trace) == set(Moment)
     assert stop_decisions(trace) == [("block", "unmet"), ("allow", "met")]
     assert STORY_EVENTS <= event_types(trace)
-    # every evaluated version is kept by hash: the initial, the wrong and the fast kernel
+    # every evaluated version is kept by hash: the initial, the wrong, the slow and the fast kernel
     kept = {p.stem for p in (workspace / ".quaere" / "candidates").iterdir()}
     evaluated = {e.candidate_hash for e in read_trace(trace).events if e.type == "evaluation"}
-    assert evaluated == kept and len(kept) == 3
+    assert evaluated == kept and len(kept) == 4
     return trace
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from quaere.hooks.handlers import PickedQuestion
+from quaere.questions.sources import ChosenQuestion
 from quaere.records import Moment
 
 
@@ -14,9 +14,8 @@ class FixedQuestions:
 
     def pick(self, moment, evidence):
         self.asked.append(moment)
-        return PickedQuestion(
-            text=f"Q{len(self.asked)} for {moment.value}?", source="bank", entry_id=f"t.q{len(self.asked)}"
-        )
+        n = len(self.asked)
+        return ChosenQuestion(moment=moment, text=f"Q{n} for {moment.value}?", source="bank", entry_id=f"t.q{n}")
 
 
 class FixedMoments:

@@ -17,8 +17,8 @@ from quaere.store import Store
 from quaere.store.pinning import init_workspace
 from quaere.store.records import Starter
 from quaere.task.loader import load_task
-from quaere.trace import read_trace
-from quaere.workspace import content_hash
+from quaere.trace import EvaluationDone, TraceWriter, read_trace
+from quaere.workspace import content_hash, create_workspace
 
 from .factories import bench, entry, evaluation
 
@@ -81,7 +81,39 @@ def test_stop_unmet_blocks_with_scenarios_numbers_and_a_bank_question(ws, task):
     assert "bench-r512-c2048: 0.600x" in reason and "target 1.000x" in reason
     question = reason.split("\n\nQuestion: ")[1]
     asked = [e for e in read_trace(ws.trace).events if e.type == "question"]
-    assert asked[-1].text == question and asked[-1].source == "bank" and asked[-1].moment.value == "claimed_limit"
+    # correctness fails: the stop is the explained-failure moment, whatever the final message claims
+    assert asked[-1].text == question and asked[-1].source == "bank" and asked[-1].moment.value == "explained_failure"
+
+
+def test_a_dismissal_in_the_final_message_gets_an_explained_failure_question(ws, task):
+    record(ws, task, failing={"r7-c13"})
+    failing = EvaluationDone(candidate_hash=content_hash(ws.candidate), correct=False, failing=("r7-c13",))
+    TraceWriter(ws.trace).write(failing)  # as the evaluator traces its run
+    payload = json.loads(stop_json(ws))
+    payload["last_assistant_message"] = "Only r7-c13 fails, by a hair: bf16 rounding, nothing to worry about."
+    done = run_quaere("hook", "stop", cwd=ws.root, stdin=json.dumps(payload))
+    assert json.loads(done.stdout)["decision"] == "block", done.stderr
+    events = read_trace(ws.trace).events
+    detected = [e for e in events if e.type == "moment"][-1]
+    assert detected.moment.value == "explained_failure" and "its final message dismissed it" in detected.evidence
+    assert "rounding" in detected.evidence and "answers the claim of" in detected.evidence
+    asked = [e for e in events if e.type == "question"][-1]
+    assert (asked.moment.value, asked.entry_id) == ("explained_failure", "numerics.rounding-claim")
+    # afterwards the moment is still in force for a person, who can queue the next rung's question
+    shown = run_quaere("ask", cwd=ws.root)
+    assert shown.returncode == 0, shown.stderr
+    assert "moment: explained_failure" in shown.stdout and "still in force" in shown.stdout
+    assert asked.entry_id not in shown.stdout.split("suggestions")[1]
+
+
+def test_stop_slow_but_correct_is_a_claimed_limit(ws, task):
+    record(ws, task, slow={"bench-r512-c2048"})
+    done = run_quaere("hook", "stop", cwd=ws.root, stdin=stop_json(ws))
+    assert json.loads(done.stdout)["decision"] == "block", done.stderr
+    events = read_trace(ws.trace).events
+    detected = [e for e in events if e.type == "moment"][-1]
+    assert detected.moment.value == "claimed_limit" and "hardware_limit" in detected.evidence
+    assert [e for e in events if e.type == "question"][-1].moment.value == "claimed_limit"
 
 
 def test_stop_met_lets_the_agent_stop(ws, task):

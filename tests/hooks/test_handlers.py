@@ -123,8 +123,9 @@ def test_stop_unmet_blocks_with_numbers_and_question(ws):
     reason = answer.output["reason"]
     assert answer.output["decision"] == "block"
     assert "c2: wrong" in reason and "b2: 1.100x" in reason and "target 1.500x" in reason
-    assert reason.endswith("Question: Q1 for claimed_limit?")
-    assert deps.questions.asked == [Moment.CLAIMED_LIMIT]
+    # correctness fails: a stop now explains the failure away, whatever the final message says
+    assert reason.endswith("Question: Q1 for explained_failure?")
+    assert deps.questions.asked == [Moment.EXPLAINED_FAILURE]
     assert [e.last_message for e in events(ws, "stop_attempt")] == ["I think this is optimal."]
     [decision] = events(ws, "stop_decision")
     assert (decision.decision, decision.goal_status) == ("block", "unmet")
@@ -134,6 +135,31 @@ def test_stop_unmet_blocks_with_numbers_and_question(ws):
 
 
 def test_stop_met_allows_after_its_confirmation(ws):
+    assert events(ws, "question")[0].moment is Moment.EXPLAINED_FAILURE
+    assert "1 correctness scenario(s) fail (c2)" in events(ws, "moment")[0].evidence
+    assert read_state(ws.state).blocks == 1
+
+
+def test_stop_correct_but_slow_is_a_claimed_limit(ws):
+    verdicts = [("c1", Verdict.PASSED)]
+    append_evaluation(ws.ledger, evaluation(content_hash(ws.candidate), verdicts, [bench("b1", 1.0, 1.2)]))
+    deps = deps_for(ws)
+    answer = handle_stop(stop_payload(), deps)
+    assert answer.output["reason"].endswith("Question: Q1 for claimed_limit?")
+    evidence = events(ws, "moment")[0].evidence  # the goal's state, and what the final message claimed
+    assert evidence.startswith("stop attempt with the goal unmet; its final message: word score")
+    assert "(optimal;" in evidence
+
+
+def test_stop_uses_the_detectors_evidence_for_its_moment(ws):
+    add_eval(ws, ok=False)
+    deps = deps_for(ws, moments=[(Moment.EXPLAINED_FAILURE, "it said: just rounding"), (Moment.PLATEAU, "x")])
+    handle_stop(stop_payload(), deps)
+    [moment] = events(ws, "moment")
+    assert moment.moment is Moment.EXPLAINED_FAILURE and moment.evidence == "it said: just rounding"
+
+
+def test_stop_met_allows(ws):
     add_eval(ws, ok=True)
     deps = deps_for(ws)
     answer = handle_stop(stop_payload(), deps)
@@ -242,8 +268,16 @@ def test_post_tool_asks_after_an_evaluation_when_a_moment_holds(ws):
     assert handle_post_tool(post_payload("ls"), deps).output is None
 
 
-def test_post_tool_ignores_claimed_limit_and_non_evaluations(ws):
-    deps = deps_for(ws, moments=[(Moment.CLAIMED_LIMIT, "said optimal")])
+def test_post_tool_asks_a_limit_claimed_mid_turn_after_any_tool(ws):
+    deps = deps_for(ws, moments=[(Moment.CLAIMED_LIMIT, "said optimal"), (Moment.PLATEAU, "6 evaluations")])
+    answer = handle_post_tool(post_payload("ls"), deps)
+    assert answer.output["hookSpecificOutput"]["additionalContext"] == "Question: Q1 for claimed_limit?"
+    assert deps.questions.asked == [Moment.CLAIMED_LIMIT]  # the plateau waits for an evaluation
+    assert handle_post_tool(post_payload("ls"), deps).output is None  # asked once per evaluation count
+
+
+def test_post_tool_asks_nothing_when_no_moment_holds(ws):
+    deps = deps_for(ws)
     assert handle_post_tool(post_payload("ls"), deps).output is None
     add_eval(ws)
     assert handle_post_tool(post_payload(), deps).output is None

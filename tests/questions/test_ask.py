@@ -10,7 +10,8 @@ import pytest
 from typer.testing import CliRunner
 
 from quaere.cli import app
-from quaere.questions.ask import context_of, load_task_spec
+from quaere.questions.ask import load_task_spec
+from quaere.questions.situation import context_of
 from quaere.questions.queue import QueueEmpty, pending, pop_next
 from quaere.records import Moment
 from quaere.task.loader import load_task

@@ -11,6 +11,7 @@ from quaere.cli import app
 from quaere.questions.bank import load_bank, stats
 from quaere.questions.lint import neutrality_violations
 from quaere.questions.schema import BankSet
+from quaere.questions.situation import TaskContext
 from quaere.records import Moment
 
 runner = CliRunner()
@@ -32,7 +33,7 @@ def test_core_provenance_mirrors_the_study():
 def test_core_entries_are_neutral_and_require_nothing():
     for entry in load_bank().in_set(BankSet.CORE):
         assert not neutrality_violations(entry.question + " " + entry.evidence), entry.id
-        assert not entry.requires.comparison and not entry.requires.arch, entry.id
+        assert not entry.when.comparison and not entry.when.arch, entry.id
 
 
 def test_every_moment_has_core_entries():
@@ -44,9 +45,14 @@ def test_every_moment_has_core_entries():
 def test_entries_fit_their_context():
     bank = load_bank()
     hopper = bank.by_id("hopper.wgmma-async")
-    assert hopper.fits("hopper", False) and not hopper.fits("ampere", True)
-    comparison = bank.by_id("comparison.cycles-vs-wall")
-    assert comparison.fits("none", True) and not comparison.fits("hopper", False)
+    assert hopper.fits(TaskContext(arch="hopper", device="gpu"))
+    assert hopper.when_failures(TaskContext(arch="ampere", has_comparison=True)) == ("needs hopper",)
+    comparison = bank.by_id("comparison.axis-scaling")
+    assert comparison.fits(TaskContext(has_comparison=True)) and not comparison.fits(TaskContext(arch="hopper"))
+    gpu_only = bank.by_id("level.read-sass")
+    assert gpu_only.fits(TaskContext(device="gpu")) and gpu_only.when_failures(TaskContext(device="cpu")) == (
+        "needs a GPU",
+    )
 
 
 def test_stats_command_prints_the_counts():
@@ -72,6 +78,9 @@ def test_list_and_show():
     assert "measure.cycles-vs-wall" in listed.output and "bound.floor-per-scenario" not in listed.output
     shown = runner.invoke(app, ["bank", "show", "measure.cycles-vs-wall"])
     assert shown.exit_code == 0
-    assert "clock cycles" in shown.output and "confirmed by trace source-study-h200-family" in shown.output
+    assert "clock cycles" in shown.output and "confirmed at family level only" in shown.output
+    assert "this wording itself was not seen asked" in shown.output and "asked when" in shown.output
+    conditional = runner.invoke(app, ["bank", "show", "limit.memory-bound-claim"])
+    assert "the agent claimed memory_bound" in conditional.output and "unverified" in conditional.output
     missing = runner.invoke(app, ["bank", "show", "measure.nope"])
     assert missing.exit_code == 2 and "measure.nope" in missing.output

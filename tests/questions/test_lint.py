@@ -154,3 +154,59 @@ def test_not_yaml_and_missing_folder(bank_copy, tmp_path):
     assert any(p.startswith("broken.yaml") and "not valid YAML" in p for p in problems(bank_copy))
     result = runner.invoke(app, ["bank", "lint", "--dir", str(tmp_path / "nowhere")])
     assert result.exit_code == 2
+
+
+@pytest.mark.parametrize(
+    "question, rule",
+    [
+        ("Would warp specialization hide the load latency in the main loop?", "technique"),
+        ("Would a larger grid remove the gap on the smallest scenarios?", "would-form"),
+        ("Is there a faster instruction (vector loads, matrix units, async copies) for the loop?", "answer-list"),
+        ("Which scenarios, such as the small ones or the long ones, miss the goal?", "answer-list"),
+        ("How will you split the remaining evaluations between new designs and tuning?", "answerable"),
+        ("Do you think the kernel can reach the target on every scenario?", "answerable"),
+    ],
+)
+def test_a_question_that_tells_or_cannot_be_answered(bank_copy, question, rule):
+    def bad(entries):
+        entries[0]["question"] = question
+
+    edit(bank_copy, "core-search.yaml", bad)
+    assert any("search.shared-assumption" in p and p.endswith(f"[{rule}]") for p in problems(bank_copy)), question
+
+
+def test_gpu_words_need_the_gpu_condition(bank_copy):
+    def undeclared(entries):
+        entries[0]["question"] = "Which loop of the initial kernel issues the most SASS instructions per warp?"
+        entries[0].pop("when", None)
+
+    edit(bank_copy, "core-framing.yaml", undeclared)
+    found = [p for p in problems(bank_copy) if "framing.hot-loop" in p]
+    assert any("field 'when'" in p and "'device: gpu'" in p and p.endswith("[device]") for p in found)
+
+
+def test_a_paraphrase_is_a_near_duplicate(bank_copy):
+    def paraphrase(entries):  # measure.cycles-vs-wall in other words and another order
+        entries[1]["question"] = "Counted in SM clock cycles instead of wall time, does the candidate's speedup hold?"
+
+    edit(bank_copy, "core-measure.yaml", paraphrase)
+    found = problems(bank_copy)
+    assert any("measure.clock-state" in p and "near duplicate of 'measure.cycles-vs-wall'" in p for p in found)
+
+
+def test_unknown_claims_and_conditions_are_schema_errors(bank_copy):
+    def broken(entries):
+        entries[0]["when"] = {"claims": ["vibes"], "device": "tpu"}
+
+    edit(bank_copy, "core-limit.yaml", broken)
+    found = [p for p in problems(bank_copy) if "limit.name-the-limit" in p]
+    assert any("when.claims" in p and "unknown claim ['vibes']" in p for p in found)
+    assert any("when.device" in p for p in found)
+
+
+def test_the_shipped_bank_asks_and_never_tells():
+    from quaere.questions.lint_wording import technique_names
+
+    bank = load_bank()
+    assert not [e.id for e in bank.entries if technique_names(e.question)]
+    assert not [e.id for e in bank.entries if e.question.lower().startswith("would ")]

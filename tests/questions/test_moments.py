@@ -14,6 +14,7 @@ from quaere.questions.moments import (
     detect_moments,
 )
 from quaere.records import Moment
+from quaere.trace import EvaluationDone
 
 from .helpers import asked, decision, evaluation, failure, said, stop
 
@@ -201,6 +202,27 @@ def test_far_ahead_of_the_comparison_is_suspicious():
     assert not check_suspicious_gain([near], SuspiciousGainConfig(comparison_ratio=1.5)).holds
 
 
+def test_a_jump_on_one_configuration_of_many_is_suspicious():
+    ratios = {f"cfg{i:02d}": 1.0 for i in range(26)}
+    before = EvaluationDone(ts=0, candidate_hash="a" * 64, correct=True, ratios=ratios, geomean_ratio=1.0)
+    jumped = dict(ratios, cfg07=3.0)
+    after = EvaluationDone(ts=1, candidate_hash="b" * 64, correct=True, ratios=jumped, geomean_ratio=3.0 ** (1 / 26))
+    check = check_suspicious_gain([before, after])
+    assert check.holds and "configuration cfg07 1.00x -> 3.00x" in check.evidence and "1 of 26" in check.evidence
+    steady = dict(ratios, cfg07=1.8)
+    calm = EvaluationDone(ts=1, candidate_hash="c" * 64, correct=True, ratios=steady, geomean_ratio=1.02)
+    assert not check_suspicious_gain([before, calm]).holds
+
+
+def test_a_gain_built_in_small_steps_is_suspicious_once_it_adds_up():
+    steps = [evaluation(t, 1.2**t) for t in range(5)]  # +20% each, 2.07x after four steps
+    assert not check_suspicious_gain(steps[:4]).holds  # 1.73x: below the cumulative threshold
+    check = check_suspicious_gain(steps)
+    assert check.holds and "since the last check" in check.evidence and "+107% cumulative" in check.evidence
+    # questioned: the count starts again from the best at that point
+    assert not check_suspicious_gain([*steps, asked(5, Moment.SUSPICIOUS_GAIN), evaluation(6, 2.2)]).holds
+
+
 def test_an_incorrect_candidate_is_not_a_gain():
     assert not check_suspicious_gain([evaluation(0, 1.0), evaluation(1, 3.0, correct=False, failing=("x",))]).holds
 
@@ -211,6 +233,23 @@ def test_a_gain_already_questioned_does_not_hold_again():
 
 
 # --- explained-away correctness failure --------------------------------------------------------------
+
+
+def test_a_stop_while_correctness_fails_explains_it_away_whatever_the_words():
+    check = check_explained_failure([failure(0), stop(1, "Here is where things stand.")])
+    assert check.holds and "tried to stop after d128-b2-s1000 failed" in check.evidence
+    dismissed = check_explained_failure([failure(0), stop(1, "The one failure is just bf16 rounding.")])
+    assert "its final message dismissed it" in dismissed.evidence and "rounding" in dismissed.evidence
+    assert not check_explained_failure([evaluation(0, 1.0), stop(1, "Here is where things stand.")]).holds
+
+
+def test_a_dismissal_stands_while_correctness_still_fails():
+    assert check_explained_failure([failure(0), said(1, BLAME_MESSAGE), failure(2)]).holds
+
+
+def test_a_stop_answered_by_a_question_is_not_asked_again():
+    events = [failure(0), stop(1), asked(2, Moment.EXPLAINED_FAILURE)]
+    assert not check_claimed_limit(events).holds
 
 
 def test_blaming_rounding_after_a_failure():

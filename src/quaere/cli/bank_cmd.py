@@ -9,8 +9,10 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from quaere.questions.ask import NoMomentHolds, ask_view, context_of, load_task_spec, record_question
+from quaere.questions.ask import NoMomentHolds, ask_view, load_task_spec, record_question
 from quaere.questions.bank import Bank, BankError, lint_dir, load_bank, shipped_bank_dir, stats
+from quaere.questions.schema import BankEntry, provenance_note
+from quaere.questions.situation import context_of
 from quaere.questions.sources import OwnText, Pick, resolve_reply
 from quaere.records import Moment, QuestionKind
 from quaere.task.spec import TaskError
@@ -116,9 +118,6 @@ def show_command(
         e = bank.by_id(entry_id)
     except KeyError as exc:
         raise _fail(str(exc.args[0])) from None
-    p = e.provenance
-    origin = f"confirmed by trace {p.trace}" if p.status == "confirmed" else f"unverified; source: {p.source}"
-    needs = [*(["a comparison implementation"] if e.requires.comparison else []), *e.requires.arch] or ["nothing"]
     for label, value in (
         ("id", e.id),
         ("group", f"{e.group} ({e.set.value})"),
@@ -126,10 +125,24 @@ def show_command(
         ("evidence", e.evidence),
         ("kind", e.kind.value),
         ("moments", ", ".join(m.value for m in e.moments)),
-        ("requires", ", ".join(needs)),
-        ("provenance", origin),
+        ("asked when", _conditions(e)),
+        ("provenance", provenance_note(e.provenance)),
     ):
         typer.echo(f"{label:>10}: {value}")
+
+
+def _conditions(e: BankEntry) -> str:
+    w = e.when
+    parts = [
+        *(["the task has a comparison implementation"] if w.comparison else []),
+        *([f"the architecture is {' or '.join(w.arch)}"] if w.arch else []),
+        *(["the task runs on a GPU"] if w.device == "gpu" else []),
+        *([f"correctness is {w.correctness}"] if w.correctness != "any" else []),
+        *([f"the agent claimed {' or '.join(w.claims)}"] if w.claims else []),
+        *([f"the roofline floor is {w.floor}"] if w.floor != "any" else []),
+        *([f"at least {w.min_evaluations} evaluations ran"] if w.min_evaluations else []),
+    ]
+    return "; ".join(parts) or "always (at its moments)"
 
 
 def ask(
@@ -141,7 +154,9 @@ def ask(
     moment: Annotated[
         Moment | None, typer.Option("--moment", "-m", help="Suggest for this moment instead of the detected one.")
     ] = None,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the bank policy's tie-breaks.")] = 0,
+    seed: Annotated[
+        int | None, typer.Option("--seed", help="Seed of the tie-breaks (default: the workspace's, as the hooks use).")
+    ] = None,
     path: Annotated[Path, typer.Option("--workspace", "-w", help="A folder inside the workspace.")] = Path("."),
 ) -> None:
     """Say which moment holds now and why, suggest three questions; with --pick/--text, record and queue one."""
@@ -162,10 +177,10 @@ def ask(
     console.print(f"\nmoment: [bold]{view.moment.value}[/] — {view.evidence}", markup=True)
     console.print(f"task: {context.task} (arch {context.arch}, comparison {'yes' if context.has_comparison else 'no'})")
     table = Table(title="suggestions", title_justify="left")
-    for column in ("#", "id", "kind", "question"):
+    for column in ("#", "id", "kind", "question", "why"):
         table.add_column(column, overflow="fold")
     for s in view.suggestions:
-        table.add_row(str(s.rank), s.entry.id, s.entry.kind.value, s.entry.question)
+        table.add_row(str(s.rank), s.entry.id, s.entry.kind.value, s.entry.question, s.reason)
     console.print(table)
     if pick is None and text is None:
         return

@@ -11,7 +11,7 @@ The handlers' public names are re-exported here.
 
 from typing import Any
 
-_HANDLER_NAMES = frozenset({"HookDeps", "MomentDetector", "PickedQuestion", "QuestionPicker", "current_goal",
+_HANDLER_NAMES = frozenset({"HookDeps", "MomentDetector", "QuestionPicker", "current_goal",
                             "handle_post_tool", "handle_prompt", "handle_stop"})
 
 
@@ -28,7 +28,6 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "HookDeps",
     "MomentDetector",
-    "PickedQuestion",
     "QuestionPicker",
     "current_goal",
     "handle_post_tool",

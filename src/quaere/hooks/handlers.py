@@ -5,10 +5,11 @@ and its dependencies, and returns a :class:`HookAnswer`: the JSON to print, the 
 stderr. ``quaere hook ...`` is a thin shell around them; an SDK-driven campaign calls them directly.
 
 Stop: when the goal is unmet or stale the agent is sent back with every failing scenario, its numbers and
-one question for the "claimed limit or completion" moment; when met, the stop goes through. Every attempt
-and answer goes to the trace. A spent budget (blocks, sessions, wall time) lets the stop through with a
-``BudgetSpent`` event. Bad input never crashes silently and never traps: Stop blocks with an explanation,
-counted against the block budget (:func:`broken_answer`).
+one question for the moment the situation shows: a failure explained away while correctness fails (its
+final message dismissing the failure or not), else a claimed limit or completion; when met, the stop goes
+through. Every attempt and answer goes to the trace. A spent budget (blocks, sessions, wall time) lets
+the stop through with a ``BudgetSpent`` event. Bad input never crashes silently and never traps: Stop
+blocks with an explanation, counted against the block budget (:func:`broken_answer`).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 from quaere.goal import GoalState, GoalStatus, is_timing_only
 from quaere.goal_render import render_goal
@@ -27,7 +28,9 @@ from quaere.hooks.answers import HookAnswer, allow_answer, block_answer, broken_
 from quaere.hooks.dialect import HookDialect
 from quaere.hooks.state import HookBudget, HookState, StateFile, read_state, update_state
 from quaere.hooks.transcript import new_assistant_texts
-from quaere.records import Evaluation, Moment, QuestionKind
+from quaere.questions.phrases import read_words
+from quaere.questions.sources import ChosenQuestion, NoQuestion
+from quaere.records import Evaluation, Moment
 from quaere.task.spec import TaskSpec
 from quaere.trace import (
     AgentMessage,
@@ -35,7 +38,6 @@ from quaere.trace import (
     EvaluationDone,
     Event,
     MomentDetected,
-    QuestionAsked,
     StopAttempt,
     StopDecision,
     ToolCall,
@@ -47,21 +49,15 @@ from quaere.trace import (
 )
 from quaere.workspace import Workspace, content_hash
 
-POST_TOOL_MOMENTS = (Moment.SUSPICIOUS_GAIN, Moment.PLATEAU, Moment.EXPLAINED_FAILURE)
-
-
-@dataclass(frozen=True)
-class PickedQuestion:
-    text: str
-    source: Literal["bank", "human"]
-    entry_id: str | None = None
-    kind: QuestionKind | None = None
+WORD_MOMENTS = (Moment.EXPLAINED_FAILURE, Moment.CLAIMED_LIMIT)  # shown by the model's words, after any tool
+POST_TOOL_MOMENTS = (Moment.SUSPICIOUS_GAIN, Moment.PLATEAU, *WORD_MOMENTS)  # after an evaluation
 
 
 class QuestionPicker(Protocol):
-    """One question for a moment: a person's queued question first, else the bank's choice."""
+    """One question for a moment: a person's queued question first, else the bank's choice on the evidence;
+    :class:`NoQuestion` when nothing that fits is left (never a question that does not fit)."""
 
-    def pick(self, moment: Moment, evidence: str) -> PickedQuestion | None: ...
+    def pick(self, moment: Moment, evidence: str) -> ChosenQuestion | NoQuestion: ...
 
 
 class MomentDetector(Protocol):
@@ -111,20 +107,35 @@ def current_goal(deps: HookDeps) -> tuple[GoalStatus, list[str]]:
     return deps.goal.status(content_hash(deps.workspace.candidate))
 
 
-def _ask(deps: HookDeps, moment: Moment, evidence: str, session: int) -> PickedQuestion | None:
+def _ask(deps: HookDeps, moment: Moment, evidence: str, session: int) -> ChosenQuestion | None:
+    """Pick the moment's question and trace the detection (its evidence and why this question, the ladder's
+    rung included, or why none) and the question asked."""
     picked = deps.questions.pick(moment, evidence)
-    if picked is not None:
-        deps.trace.write(
-            QuestionAsked(
-                session=session,
-                moment=moment,
-                source=picked.source,
-                entry_id=picked.entry_id,
-                text=picked.text,
-                kind=picked.kind,
-            )
-        )
+    why = f"no question: {picked.reason}" if isinstance(picked, NoQuestion) else picked.reason
+    deps.trace.write(MomentDetected(session=session, moment=moment, evidence=f"{evidence}; {why}" if why else evidence))
+    if isinstance(picked, NoQuestion):
+        return None
+    deps.trace.write(picked.to_event(session))
     return picked
+
+
+def _stop_moment(deps: HookDeps, status: GoalStatus, last: str, now: float) -> tuple[Moment, str]:
+    """The moment of a blocked stop, from the situation first: correctness failing is a failure explained
+    away (whatever the final message says), else the goal unmet is a claimed limit or completion. The
+    detectors' evidence is used when they agree; else the goal's numbers, with what the final message
+    dismissed or claimed."""
+    found = dict(deps.moments.detect(read_trace(deps.workspace.trace).events, now))
+    failing = [f.scenario_id for f in status.failing_scenarios]
+    moment = Moment.EXPLAINED_FAILURE if failing or Moment.EXPLAINED_FAILURE in found else Moment.CLAIMED_LIMIT
+    if moment in found:
+        return moment, found[moment]
+    if moment is Moment.EXPLAINED_FAILURE:
+        detail = f"stop attempt while {len(failing)} correctness scenario(s) fail ({', '.join(failing[:3])})"
+    else:
+        detail = f"stop attempt with the goal {status.state.value}"
+    reading = read_words(last)
+    said = f"; its final message: {reading.summary(moment)}" if reading.holds(moment) else ""
+    return moment, detail + said
 
 
 def handle_stop(payload: dict[str, Any], deps: HookDeps) -> HookAnswer:
@@ -158,12 +169,8 @@ def handle_stop(payload: dict[str, Any], deps: HookDeps) -> HookAnswer:
         deps.trace.write(StopDecision(session=session, decision="allow", reason=reason, goal_status="budget_spent"))
         return allow_answer(reason + "\n" + render_goal(status, now), note)
     reason = render_goal(status, now)
-    deps.trace.write(
-        MomentDetected(
-            session=session, moment=Moment.CLAIMED_LIMIT, evidence=f"stop attempt with the goal {status.state.value}"
-        )
-    )
-    picked = _ask(deps, Moment.CLAIMED_LIMIT, reason, session)
+    moment, evidence = _stop_moment(deps, status, last if isinstance(last, str) else "", now)
+    picked = _ask(deps, moment, evidence, session)
     if problems:
         reason += "\n" + "\n".join(f"store problem: {p}" for p in problems)
     if picked is not None:
@@ -227,7 +234,7 @@ def _summarize_new(evaluations: Sequence[Evaluation], deps: HookDeps, session: i
 
 def handle_post_tool(payload: dict[str, Any], deps: HookDeps) -> HookAnswer:
     """Ask the question of a moment that holds: after an evaluation a suspicious gain or a plateau, after
-    any tool a failure explained away (the model's words come after the failing evaluation).
+    any tool a failure explained away or a limit claimed mid-turn (the model's words come later).
 
     Serves PostToolUse and Claude Code's PostToolUseFailure (a tool that exited non-zero, such as
     ``quaere eval`` on a failing candidate) alike.
@@ -244,9 +251,9 @@ def handle_post_tool(payload: dict[str, Any], deps: HookDeps) -> HookAnswer:
     evaluated = len(evaluations) > seen or _ran_eval(payload)
     if deps.summarize is not None and len(evaluations) > seen:
         _summarize_new(evaluations[seen:], deps, session)
-    # Gains and plateaus are judged right after an evaluation; a failure explained away shows in the words
-    # the model writes later, so that one is looked for after any tool.
-    wanted = POST_TOOL_MOMENTS if evaluated else (Moment.EXPLAINED_FAILURE,)
+    # Gains and plateaus are judged right after an evaluation; a failure explained away or a limit claimed
+    # shows in the words the model writes later, so those are looked for after any tool.
+    wanted = POST_TOOL_MOMENTS if evaluated else WORD_MOMENTS
     found = deps.moments.detect(read_trace(deps.workspace.trace).events, deps.clock())
     asked_key = ""
     picked = None
@@ -254,7 +261,6 @@ def handle_post_tool(payload: dict[str, Any], deps: HookDeps) -> HookAnswer:
         key = f"{moment.value}@{len(evaluations)}"
         if moment not in wanted or key in state.asked_moments:
             continue
-        deps.trace.write(MomentDetected(session=session, moment=moment, evidence=evidence))
         picked = _ask(deps, moment, evidence, session)
         asked_key = key
         break
@@ -296,10 +302,7 @@ def handle_prompt(payload: dict[str, Any], deps: HookDeps) -> HookAnswer:
         deps.trace.write(AgentMessage(session=session, role="user", text=cut(prompt)[0]))
     if not first[0]:
         return HookAnswer(None)
-    deps.trace.write(
-        MomentDetected(session=session, moment=Moment.CAMPAIGN_START, evidence="first prompt of the campaign")
-    )
-    picked = _ask(deps, Moment.CAMPAIGN_START, "campaign start", session)
+    picked = _ask(deps, Moment.CAMPAIGN_START, "first prompt of the campaign", session)
     if picked is None:
         return HookAnswer(None)
     return context_answer(deps.agent, "UserPromptSubmit", f"Question: {picked.text}")
@@ -310,7 +313,6 @@ __all__ = [
     "HookAnswer",
     "HookDeps",
     "MomentDetector",
-    "PickedQuestion",
     "QuestionPicker",
     "broken_answer",
     "current_goal",

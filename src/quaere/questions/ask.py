@@ -1,23 +1,30 @@
 """``quaere ask`` as a library: which moment holds in a workspace, what to ask, and recording the choice.
 
-Recording writes a ``QuestionAsked`` event to the trace and queues the question, so the Stop hook delivers
-it to the agent at its next stop.
+The preview is the real pick: the suggestions come from the same policy, the same seed
+(:func:`question_seed`) and the same evidence (:func:`quaere.questions.situation.situation_of`) as the
+hooks' choice, so suggestion 1 is what the next hook would ask for that moment. Recording writes a
+``QuestionAsked`` event to the trace and queues the question, so the Stop hook delivers it at the next stop.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from pydantic import ValidationError
 
 from quaere.questions.bank import Bank
 from quaere.questions.moments import DEFAULT_CONFIG, MomentCheck, MomentsConfig, check_moments
 from quaere.questions.queue import enqueue
-from quaere.questions.sources import BankSource, ChosenQuestion, Suggestion, TaskContext, arch_of_target, asked_ids
+from quaere.questions.situation import TaskContext, situation_of
+from quaere.questions.sources import BankSource, ChosenQuestion, Suggestion, asked_ids
 from quaere.records import Moment
 from quaere.task.loader import resolve_task_folder
 from quaere.task.spec import TaskSpec, parse_task_toml
-from quaere.trace import TraceWriter, read_trace
+from quaere.trace import EvaluationDone, MomentDetected, TraceEvent, TraceWriter, read_trace
 from quaere.workspace import Workspace
 
 
@@ -35,9 +42,34 @@ def load_task_spec(ws: Workspace) -> TaskSpec:
     return parse_task_toml(Path(folder) / "task.toml")
 
 
-def context_of(spec: TaskSpec) -> TaskContext:
-    """Architecture from the target (sm_90a -> hopper ...), and whether comparisons exist."""
-    return TaskContext(arch=arch_of_target(spec.target), has_comparison=bool(spec.comparisons), task=spec.name)
+def _campaign_config(ws: Workspace) -> dict:
+    """The persisted settings of the campaign that runs in ``ws`` ({} when none, or unreadable)."""
+    from quaere.agents.state import StateError, load_state
+
+    if not ws.campaign_state.exists():
+        return {}
+    try:
+        return load_state(ws.campaign_state).config
+    except StateError:
+        return {}
+
+
+def question_seed(ws: Workspace) -> int:
+    """The seed of the bank's tie-breaks in ``ws``: the campaign's seed when a campaign runs there, else a
+    hash of the workspace folder. The hooks, a campaign and ``quaere ask`` all take it from here."""
+    seed = _campaign_config(ws).get("seed")
+    if isinstance(seed, int):
+        return seed
+    return int(hashlib.sha256(str(ws.root.resolve()).encode()).hexdigest()[:8], 16)
+
+
+def moments_config(ws: Workspace) -> MomentsConfig:
+    """The detectors' settings in ``ws``: the campaign's when a campaign runs there, else the defaults, so
+    ``quaere ask`` sees the moments the campaign's hooks see."""
+    try:
+        return MomentsConfig.model_validate(_campaign_config(ws).get("moments", {}))
+    except ValidationError:
+        return DEFAULT_CONFIG
 
 
 @dataclass(frozen=True)
@@ -54,8 +86,22 @@ class AskView:
     trace_problems: tuple[str, ...] = ()
 
 
-def select_moment(checks: list[MomentCheck], requested: Moment | None = None) -> tuple[Moment, str]:
-    """The requested moment, else the most urgent one that holds; raise :class:`NoMomentHolds`."""
+def moment_in_force(events: Sequence[TraceEvent]) -> MomentDetected | None:
+    """The latest moment a hook detected, while no evaluation has come since (it was already answered
+    with a question, so no detector holds, but the situation has not moved on)."""
+    for event in reversed(events):
+        if isinstance(event, EvaluationDone):
+            return None
+        if isinstance(event, MomentDetected):
+            return event
+    return None
+
+
+def select_moment(
+    checks: Sequence[MomentCheck], requested: Moment | None = None, events: Sequence[TraceEvent] = ()
+) -> tuple[Moment, str]:
+    """The requested moment, else the most urgent one that holds, else the moment still in force (a
+    follow-up question climbs its ladder); raise :class:`NoMomentHolds`."""
     if requested is not None:
         check = next(c for c in checks if c.moment is requested)
         note = check.evidence if check.holds else f"asked for by hand (detector: {check.evidence})"
@@ -63,6 +109,9 @@ def select_moment(checks: list[MomentCheck], requested: Moment | None = None) ->
     for check in checks:
         if check.holds:
             return check.moment, check.evidence
+    in_force = moment_in_force(events)
+    if in_force is not None:
+        return in_force.moment, f"still in force, already asked once: {in_force.evidence}"
     raise NoMomentHolds("no moment holds now; name one with --moment (" + ", ".join(m.value for m in Moment) + ")")
 
 
@@ -71,20 +120,27 @@ def ask_view(
     bank: Bank,
     context: TaskContext,
     requested: Moment | None = None,
-    seed: int = 0,
+    seed: int | None = None,
     n: int = 3,
     now: float = math.nan,
-    config: MomentsConfig = DEFAULT_CONFIG,
+    config: MomentsConfig | None = None,
 ) -> AskView:
-    """Read the workspace's trace, detect the moments and suggest ``n`` entries for the chosen one."""
+    """Read the workspace's trace, detect the moments and suggest ``n`` entries for the chosen one, in
+    the order the hooks would ask them (``seed`` None: the workspace's :func:`question_seed`; ``config``
+    None: the workspace's :func:`moments_config`)."""
+    config = moments_config(ws) if config is None else config
     trace = read_trace(ws.trace)
     events = trace.events
     checks = check_moments(events, config, now)
-    moment, evidence = select_moment(checks, requested)
+    moment, evidence = select_moment(checks, requested, events)
     asked = asked_ids(events)
-    suggestions = BankSource(bank, seed).suggest(moment, context, asked, n)
+    situation = situation_of(events, context, config.plateau.min_gain_pct)
+    source = BankSource(bank, question_seed(ws) if seed is None else seed)
+    suggestions = source.suggest(moment, situation, asked, n)
     session = max((e.session for e in events), default=0)
-    return AskView(tuple(checks), moment, evidence, tuple(suggestions), context, tuple(asked), session, trace.problems)
+    return AskView(
+        tuple(checks), moment, evidence, tuple(suggestions), situation, tuple(asked), session, trace.problems
+    )
 
 
 def record_question(ws: Workspace, question: ChosenQuestion, session: int = 0) -> None:

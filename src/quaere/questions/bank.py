@@ -160,5 +160,5 @@ def stats(entries: list[BankEntry] | tuple[BankEntry, ...]) -> BankStats:
         by_moment=dict(Counter(m.value for e in entries for m in e.moments)),
         by_provenance=dict(Counter(e.provenance.status for e in entries)),
         core_by_provenance=dict(Counter(e.provenance.status for e in core)),
-        arch_by_arch=dict(Counter(a for e in entries if e.set is BankSet.ARCH for a in e.requires.arch)),
+        arch_by_arch=dict(Counter(a for e in entries if e.set is BankSet.ARCH for a in e.when.arch)),
     )

@@ -1,21 +1,22 @@
-"""Rules the bank must keep: counts, unique ids, distinct texts, question form, neutrality, moment coverage.
+"""Rules the bank must keep: counts, unique ids, question form, neutrality, moment coverage, and wording.
 
-Each rule is a named function from the entries (and :class:`LintRules`) to a list of problems; ``lint``
-runs them all. The neutrality rule is why the core bank exists apart from the comparison and architecture
-sets: a first bank leaned on one case (a reference kernel, the structure of attention), so core entries may
-not mention either.
+The rules are a table (:data:`RULES`) of :class:`Rule` values: a name, the reason the rule exists, and a
+check from the entries (and :class:`LintRules`) to problems; each problem carries its rule's name. The
+neutrality rule is why the core bank exists apart from the comparison and architecture sets: a first bank
+leaned on one case (a reference kernel, the structure of attention), so core entries may not mention
+either. The wording rules (a question asks and never tells) live in :mod:`.lint_wording`.
 """
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from quaere.questions import lint_wording as wording
 from quaere.questions.schema import KNOWN_ARCHS, MAX_QUESTION_CHARS, BankEntry, BankSet
 from quaere.records import Moment
 
@@ -28,9 +29,11 @@ class LintProblem:
     entry: str
     field: str
     message: str
+    rule: str = ""
 
     def __str__(self) -> str:
-        return f"{self.where}: entry '{self.entry}': field '{self.field}': {self.message}"
+        named = f" [{self.rule}]" if self.rule else ""
+        return f"{self.where}: entry '{self.entry}': field '{self.field}': {self.message}{named}"
 
 
 # Words that presuppose one case: a faster implementation to compare with, or the structure of attention.
@@ -57,16 +60,6 @@ NEUTRALITY_PATTERNS: tuple[str, ...] = (
     r"\bcutlass\b",
 )
 
-# Words that carry no content for the near-duplicate check.
-_STOPWORDS = frozenset(
-    re.findall(
-        r"\w+",
-        """a an the and or of to in on at by for with from is are be does do did it its this that which what how
-        as than then if so any each every you your can could would will not no there their they when where""",
-    )
-)
-
-
 class LintRules(BaseModel):
     """The numbers the bank must meet; the defaults are the published bank's."""
 
@@ -85,14 +78,18 @@ class LintRules(BaseModel):
     """Fewest architecture entries for each of ampere, hopper and blackwell."""
     min_per_moment: int = Field(default=8, ge=1)
     """Fewest core entries fitting each of the five moments."""
-    max_jaccard: float = Field(default=0.5, gt=0, le=1)
-    """Two questions whose content-word sets overlap more than this (Jaccard) are near duplicates."""
-    max_similarity: float = Field(default=0.8, gt=0, le=1)
-    """Two questions whose character similarity (difflib ratio) exceeds this are near duplicates."""
+    max_question_cosine: float = Field(default=0.40, gt=0, le=1)
+    """Two questions whose TF-IDF cosine (stemmed words and word pairs) exceeds this are near duplicates ..."""
+    max_combined_cosine: float = Field(default=0.60, gt=0, le=2)
+    """... and so are two entries whose question cosine plus evidence cosine exceeds this."""
 
 
-def _p(entry: BankEntry, field: str, message: str) -> LintProblem:
+def entry_problem(entry: BankEntry, field: str, message: str) -> LintProblem:
+    """A problem of one entry, located by its set and group."""
     return LintProblem(f"{entry.set.value}/{entry.group}", entry.id, field, message)
+
+
+_p = entry_problem
 
 
 def check_ids(entries: list[BankEntry], rules: LintRules) -> list[LintProblem]:
@@ -122,15 +119,16 @@ def check_form(entries: list[BankEntry], rules: LintRules) -> list[LintProblem]:
 
 
 def check_sets(entries: list[BankEntry], rules: LintRules) -> list[LintProblem]:
-    """Core entries require nothing; comparison entries require a comparison; arch entries an architecture."""
+    """Core entries need no comparison or architecture; comparison entries need a comparison; arch entries
+    an architecture (and a GPU)."""
     problems = []
     for e in entries:
-        if e.set is BankSet.CORE and (e.requires.comparison or e.requires.arch):
-            problems.append(_p(e, "requires", "a core entry must not require a comparison or an architecture"))
-        if e.set is BankSet.COMPARISON and not e.requires.comparison:
-            problems.append(_p(e, "requires", "a comparison entry must require 'comparison: true'"))
-        if e.set is BankSet.ARCH and not e.requires.arch:
-            problems.append(_p(e, "requires", "an arch entry must name its architecture"))
+        if e.set is BankSet.CORE and (e.when.comparison or e.when.arch):
+            problems.append(_p(e, "when", "a core entry must not need a comparison or an architecture"))
+        if e.set is BankSet.COMPARISON and not e.when.comparison:
+            problems.append(_p(e, "when", "a comparison entry must say 'comparison: true'"))
+        if e.set is BankSet.ARCH and (not e.when.arch or e.when.device != "gpu"):
+            problems.append(_p(e, "when", "an arch entry must name its architecture and say 'device: gpu'"))
     return problems
 
 
@@ -153,14 +151,14 @@ def check_counts(entries: list[BankEntry], rules: LintRules) -> list[LintProblem
             problems.append(
                 LintProblem(f"core/{group}", "-", "group", f"{count} entries; expected at least {rules.min_per_group}")
             )
-    archs = Counter(a for e in entries if e.set is BankSet.ARCH for a in e.requires.arch)
+    archs = Counter(a for e in entries if e.set is BankSet.ARCH for a in e.when.arch)
     for arch in KNOWN_ARCHS:
         if archs[arch] < rules.min_per_arch:
             problems.append(
                 LintProblem(
                     "arch",
                     "-",
-                    "requires.arch",
+                    "when.arch",
                     f"{archs[arch]} entries for {arch}; expected at least {rules.min_per_arch}",
                 )
             )
@@ -200,46 +198,8 @@ def check_neutrality(entries: list[BankEntry], rules: LintRules) -> list[LintPro
                     _p(
                         e,
                         field,
-                        f"core entries must be neutral; found {found} (move it to the comparison set or a task's extras)",
-                    )
-                )
-    return problems
-
-
-def _content_words(text: str) -> frozenset[str]:
-    return frozenset(w for w in re.findall(r"[a-z0-9_]+", text.lower()) if w not in _STOPWORDS and len(w) > 1)
-
-
-def _similar(matcher: difflib.SequenceMatcher, limit: float) -> float:
-    """The difflib ratio when it may exceed ``limit`` (cheap upper bounds first), else 0."""
-    if matcher.real_quick_ratio() <= limit or matcher.quick_ratio() <= limit:
-        return 0.0
-    return matcher.ratio()
-
-
-def check_duplicates(entries: list[BankEntry], rules: LintRules) -> list[LintProblem]:
-    """No two questions say nearly the same thing (content-word Jaccard or character similarity)."""
-    problems = []
-    texts = [e.question.lower() for e in entries]
-    words = [_content_words(e.question) for e in entries]
-    matcher = difflib.SequenceMatcher(autojunk=False)
-    for j, b in enumerate(entries):
-        matcher.set_seq2(texts[j])  # seq2 is the one difflib indexes: set it once per row
-        for i in range(j):
-            a = entries[i]
-            if a.id == b.id:
-                continue
-            jaccard = len(words[i] & words[j]) / max(1, len(words[i] | words[j]))
-            ratio = 0.0
-            if jaccard > rules.max_jaccard / 2:  # texts alike character by character share many words too
-                matcher.set_seq1(texts[i])
-                ratio = _similar(matcher, rules.max_similarity)
-            if jaccard > rules.max_jaccard or ratio > rules.max_similarity:
-                problems.append(
-                    _p(
-                        b,
-                        "question",
-                        f"near duplicate of '{a.id}' (word overlap {jaccard:.2f}, similarity {ratio:.2f})",
+                        f"core entries must be neutral; found {found} "
+                        "(move it to the comparison set or a task's extras)",
                     )
                 )
     return problems
@@ -247,17 +207,59 @@ def check_duplicates(entries: list[BankEntry], rules: LintRules) -> list[LintPro
 
 DEFAULT_RULES = LintRules()
 
-RULES: tuple[Callable[[list[BankEntry], LintRules], list[LintProblem]], ...] = (
-    check_ids,
-    check_form,
-    check_sets,
-    check_counts,
-    check_moments,
-    check_neutrality,
-    check_duplicates,
+Check = Callable[[list[BankEntry], LintRules], list[LintProblem]]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One lint rule: its name, why it exists, and its check."""
+
+    name: str
+    rationale: str
+    check: Check
+
+
+def _wording(find: Callable[[list[BankEntry]], list[wording.Finding]]) -> Check:
+    return lambda entries, rules: [entry_problem(e, f, m) for e, f, m in find(entries)]
+
+
+def _duplicates(entries: list[BankEntry], rules: LintRules) -> list[LintProblem]:
+    found = wording.find_duplicates(entries, rules.max_question_cosine, rules.max_combined_cosine)
+    return [entry_problem(e, f, m) for e, f, m in found]
+
+
+RULES: tuple[Rule, ...] = (
+    Rule("ids", "A trace names questions by id; two entries with one id make it ambiguous.", check_ids),
+    Rule("form", "The agent reads one short question; several, or a statement, dilute it.", check_form),
+    Rule(
+        "sets",
+        "A set says what a task must offer; an entry outside its set is asked where it cannot apply.",
+        check_sets,
+    ),
+    Rule("counts", "The published bank's shape: every group and architecture has enough to rotate.", check_counts),
+    Rule("moments", "A moment with few entries repeats itself or runs dry within a campaign.", check_moments),
+    Rule("neutrality", "Core entries must fit any kernel; a word of one case biases every campaign.", check_neutrality),
+    Rule(
+        "technique",
+        "Naming the technique gives the answer away; the question must point at the measurement that reveals it.",
+        _wording(wording.find_techniques),
+    ),
+    Rule("would-form", "'Would X help?' proposes X instead of asking for evidence.", _wording(wording.find_would_form)),
+    Rule("answer-list", "A list of candidate answers is a menu, not a question.", _wording(wording.find_answer_lists)),
+    Rule(
+        "answerable",
+        "A plan or an opinion cannot be checked by one measurement or one reading.",
+        _wording(wording.find_unanswerable),
+    ),
+    Rule(
+        "device",
+        "An entry about warps, SMs or SASS asked on a CPU task cannot be answered.",
+        _wording(wording.find_undeclared_gpu),
+    ),
+    Rule("duplicates", "Two entries asked alike and answered by the same measurement waste a question.", _duplicates),
 )
 
 
 def lint(entries: list[BankEntry], rules: LintRules = DEFAULT_RULES) -> list[LintProblem]:
-    """Every problem every rule finds; an empty list means the bank is fit to ship."""
-    return [problem for rule in RULES for problem in rule(list(entries), rules)]
+    """Every problem every rule finds, each tagged with its rule; an empty list means the bank is fit to ship."""
+    return [replace(p, rule=rule.name) for rule in RULES for p in rule.check(list(entries), rules)]

@@ -1,9 +1,13 @@
-"""The five moments, detected by pure functions over a campaign's trace events.
+"""The five moments, detected by pure functions over a campaign's trace events: evidence first, words second.
 
 Each detector looks at the events since a question was last asked *for its moment* (a moment that was
 answered with a question does not hold again until something new happens), and returns a
-:class:`MomentCheck`: whether the moment holds, and the evidence either way. ``detect_moments`` runs all
-five and returns the hits, most urgent first: an explained-away failure, a suspicious gain, a claimed
+:class:`MomentCheck`: whether the moment holds, and the evidence either way. The ledger's evaluations
+decide most of it: a stop while correctness fails is a failure explained away whatever the words, a stop
+with the goal unmet a claimed limit, a plateau is N evaluations or T minutes without a new best, a gain
+is judged per configuration and cumulatively (:mod:`.gains`). The agent's words, read by
+:mod:`.phrases`, add the mid-turn claims and dismissals and say what was claimed. ``detect_moments`` runs
+all five and returns the hits, most urgent first: an explained-away failure, a suspicious gain, a claimed
 limit, a plateau, the campaign's start.
 """
 
@@ -12,9 +16,11 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from quaere.questions.phrases import find_blame, find_claims
+from quaere.questions.check import Config, MomentCheck, MomentHit
+from quaere.questions.gains import DEFAULT_SUSPICIOUS_GAIN, SuspiciousGainConfig, check_suspicious_gain
+from quaere.questions.phrases import read_words
 from quaere.records import Moment
 from quaere.trace import AgentMessage, EvaluationDone, QuestionAsked, StopAttempt, StopDecision, TraceEvent
 
@@ -25,25 +31,6 @@ PRIORITY = (
     Moment.PLATEAU,
     Moment.CAMPAIGN_START,
 )
-
-
-class Config(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class MomentCheck(Config):
-    """The verdict of one detector: whether its moment holds now, and the evidence for the verdict."""
-
-    moment: Moment
-    holds: bool
-    evidence: str
-
-
-class MomentHit(Config):
-    """A moment that holds, with the evidence a person (or the agent) is shown."""
-
-    moment: Moment
-    evidence: str
 
 
 class CampaignStartConfig(Config):
@@ -64,13 +51,6 @@ class ClaimedLimitConfig(Config):
     target_ratio: float = Field(default=1.0, gt=0)
     """Without a recorded stop decision, a stop is justified only if the latest evaluation is correct and
     every scenario's ratio reaches this."""
-
-
-class SuspiciousGainConfig(Config):
-    gain_pct: float = Field(default=25.0, gt=0)
-    """A correct evaluation whose geomean beats the previous best by more than this (percent) is suspicious."""
-    comparison_ratio: float = Field(default=1.5, gt=1)
-    """A scenario this many times faster than the best comparison implementation is suspicious."""
 
 
 class ExplainedFailureConfig(Config):
@@ -97,7 +77,6 @@ class MomentsConfig(Config):
 DEFAULT_CAMPAIGN_START = CampaignStartConfig()
 DEFAULT_PLATEAU = PlateauConfig()
 DEFAULT_CLAIMED_LIMIT = ClaimedLimitConfig()
-DEFAULT_SUSPICIOUS_GAIN = SuspiciousGainConfig()
 DEFAULT_EXPLAINED_FAILURE = ExplainedFailureConfig()
 DEFAULT_CONFIG = MomentsConfig()
 
@@ -121,6 +100,13 @@ def _timed(e: EvaluationDone) -> bool:
     return e.correct and e.geomean_ratio is not None and math.isfinite(e.geomean_ratio)
 
 
+def _words(event: TraceEvent) -> str:
+    """What the agent said in ``event``: an assistant message, or the final message of a stop attempt."""
+    if isinstance(event, AgentMessage) and event.role == "assistant":
+        return event.text
+    return event.last_message if isinstance(event, StopAttempt) else ""
+
+
 def _short(h: str) -> str:
     return h[:12]
 
@@ -135,7 +121,8 @@ def check_campaign_start(events: Events, config: CampaignStartConfig = DEFAULT_C
         return MomentCheck(
             moment=Moment.CAMPAIGN_START,
             holds=False,
-            evidence=f"no question asked, but {evaluations} evaluations have run (start ends after {config.max_evaluations})",
+            evidence=f"no question asked, but {evaluations} evaluations have run "
+            f"(start ends after {config.max_evaluations})",
         )
     return MomentCheck(
         moment=Moment.CAMPAIGN_START,
@@ -190,6 +177,11 @@ def _stop_justified(events: Events, stop_index: int, config: ClaimedLimitConfig)
     return _meets_target(events, stop_index, config)
 
 
+def _answered(events: Events, index: int) -> bool:
+    """A question (for whichever moment) was asked after event ``index``: a stop already answered."""
+    return any(isinstance(e, QuestionAsked) for e in events[index + 1 :])
+
+
 def check_claimed_limit(events: Events, config: ClaimedLimitConfig = DEFAULT_CLAIMED_LIMIT) -> MomentCheck:
     """Holds on a stop attempt while the goal is unmet, or on the agent's own words claiming a limit or
     completion while the goal is unmet (negated or hypothetical phrases do not count), either one after
@@ -200,65 +192,31 @@ def check_claimed_limit(events: Events, config: ClaimedLimitConfig = DEFAULT_CLA
     start = max(start, evaluations[-1][0] + 1 if evaluations else start)
     for index in range(len(events) - 1, start - 1, -1):
         event = events[index]
-        if isinstance(event, StopAttempt) and not _stop_justified(events, index, config):
-            said = find_claims(event.last_message)
-            detail = f"; it said: '{said[0].sentence}'" if said else ""
-            return MomentCheck(
-                moment=Moment.CLAIMED_LIMIT,
-                holds=True,
-                evidence=f"the agent tried to stop while the goal is unmet{detail}",
-            )
+        unanswered_stop = isinstance(event, StopAttempt) and not _answered(events, index)
+        if unanswered_stop and not _stop_justified(events, index, config):
+            reading = read_words(event.last_message)
+            claim = reading.summary(Moment.CLAIMED_LIMIT) if reading.holds(Moment.CLAIMED_LIMIT) else ""
+            said = f"; its final message: {claim}" if claim else ""
+            evidence = f"the agent tried to stop while the goal is unmet{said}"
+            return MomentCheck(moment=Moment.CLAIMED_LIMIT, holds=True, evidence=evidence)
         if isinstance(event, AgentMessage) and event.role == "assistant" and not _meets_target(events, index, config):
-            claims = find_claims(event.text)
-            if claims:
+            reading = read_words(event.text)
+            if reading.holds(Moment.CLAIMED_LIMIT):
                 return MomentCheck(
                     moment=Moment.CLAIMED_LIMIT,
                     holds=True,
-                    evidence=f"the agent claimed '{claims[0].phrase}': '{claims[0].sentence}'",
+                    evidence="the agent claimed a limit or completion with the goal unmet: "
+                    + reading.summary(Moment.CLAIMED_LIMIT),
                 )
     return MomentCheck(
         moment=Moment.CLAIMED_LIMIT, holds=False, evidence="no stop attempt with the goal unmet and no claim of a limit"
     )
 
 
-def check_suspicious_gain(events: Events, config: SuspiciousGainConfig = DEFAULT_SUSPICIOUS_GAIN) -> MomentCheck:
-    """Holds when a correct evaluation jumps past the previous best by more than X%, runs a scenario
-    faster than its roofline floor, or beats the best comparison by more than the set ratio."""
-    start = _since_question(events, Moment.SUSPICIOUS_GAIN)
-    best = math.nan
-    found: list[str] = []
-    for index, e in _evaluations(events):
-        if not e.correct:
-            continue
-        if index >= start:
-            if _timed(e) and not math.isnan(best) and e.geomean_ratio > best * (1 + config.gain_pct / 100):
-                found.append(
-                    f"geomean {best:.3f}x -> {e.geomean_ratio:.3f}x in one evaluation "
-                    f"(+{(e.geomean_ratio / best - 1) * 100:.0f}%, threshold {config.gain_pct:.0f}%) at {_short(e.candidate_hash)}"
-                )
-            if e.above_roofline:
-                found.append(
-                    f"faster than the roofline floor on {', '.join(e.above_roofline)} at {_short(e.candidate_hash)}"
-                )
-            ahead = {s: r for s, r in e.comparison_ratios.items() if r > config.comparison_ratio}
-            if ahead:
-                worst = max(ahead, key=ahead.get)
-                found.append(
-                    f"{ahead[worst]:.2f}x the best comparison on {worst} ({len(ahead)} scenario(s) above "
-                    f"{config.comparison_ratio}x) at {_short(e.candidate_hash)}"
-                )
-        if _timed(e):
-            best = e.geomean_ratio if math.isnan(best) else max(best, e.geomean_ratio)
-    if found:
-        return MomentCheck(moment=Moment.SUSPICIOUS_GAIN, holds=True, evidence="; ".join(found[-3:]))
-    return MomentCheck(
-        moment=Moment.SUSPICIOUS_GAIN, holds=False, evidence="no jump, no scenario above its floor or far ahead"
-    )
-
-
 def check_explained_failure(events: Events, config: ExplainedFailureConfig = DEFAULT_EXPLAINED_FAILURE) -> MomentCheck:
-    """Holds when, after a failing evaluation and before the next evaluation, the agent attributes the
-    failure to tolerance, noise, rounding, flakiness, precision or the reference."""
+    """Holds when, after a failing evaluation and before the next one, the agent tries to stop (whatever
+    its final message says: stopping with a failing scenario explains the failure away) or its words
+    attribute the failure to tolerance, noise, rounding, precision, chance or the reference."""
     start = _since_question(events, Moment.EXPLAINED_FAILURE)
     last_failure: EvaluationDone | None = None
     found = ""
@@ -266,16 +224,19 @@ def check_explained_failure(events: Events, config: ExplainedFailureConfig = DEF
         if isinstance(event, EvaluationDone):
             failed = not event.correct and (event.failing or not config.require_failing_scenarios)
             last_failure = event if failed else None
-        elif (
-            index >= start
-            and last_failure is not None
-            and isinstance(event, AgentMessage)
-            and event.role == "assistant"
-        ):
-            blame = find_blame(event.text)
-            if blame:
-                failing = ", ".join(last_failure.failing[:3]) or "the evaluation"
-                found = f"after {failing} failed at {_short(last_failure.candidate_hash)}, the agent said '{blame[0].sentence}'"
+            found = found if failed else ""  # a dismissal stands while correctness still fails
+            continue
+        if index < start or last_failure is None:
+            continue
+        scenarios = ", ".join(last_failure.failing[:3]) or "the evaluation"
+        failing = f"{scenarios} failed at {_short(last_failure.candidate_hash)}"
+        reading = read_words(_words(event))
+        said = reading.summary(Moment.EXPLAINED_FAILURE) if reading.holds(Moment.EXPLAINED_FAILURE) else ""
+        if isinstance(event, StopAttempt):
+            dismissed = f"; its final message dismissed it: {said}" if said else ""
+            found = f"the agent tried to stop after {failing}{dismissed}"
+        elif said:
+            found = f"after {failing}, the agent explained it away: {said}"
     if found:
         return MomentCheck(moment=Moment.EXPLAINED_FAILURE, holds=True, evidence=found)
     return MomentCheck(moment=Moment.EXPLAINED_FAILURE, holds=False, evidence="no failure explained away")

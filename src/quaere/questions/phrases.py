@@ -1,91 +1,65 @@
-"""Finding claims in an agent's prose: a phrase counts only when the agent asserts it.
+"""Reading an agent's prose for two moments: a claimed limit or completion, and a failure explained away.
 
-"The kernel is memory-bound" is a claim; "this is not a hardware limit", "let me check whether it is
-memory-bound" and "is it memory-bound?" are not. A phrase is dropped when its sentence is a question, or
-when its clause, before the phrase, holds a negation or a hypothetical marker. Code blocks, inline code and
-quoted text are removed first: a log line saying "done" or a quoted question is not the agent's claim.
+Deterministic and fast, no model. The text is cut into sentences and clauses (:mod:`.text`); every cue of
+the lexicon (:mod:`.cues`) found in an asserted clause adds its family's weight to its moment's score:
+
+- a sentence that asks ('?') asserts nothing; a cue after a hypothesis, a check to run, a retracted or
+  reported view ("if", "whether", "let me check", "rather than", "earlier I claimed") counts for nothing;
+- a cue turns over under negation in its clause, before it ("not a rounding issue", "n'y a plus de marge")
+  or right after it ("further improvement is not possible"); two negations cancel;
+- noise or tolerance in a clause about timing only ("the speedups are within noise") is not about a wrong
+  output and counts for nothing;
+- each family counts at most :data:`FAMILY_CAP` in either direction over a message, so one phrase repeated
+  does not outweigh the rest, and a claim buried in a long report counts as much as a short one.
+
+A moment holds on the words when its score reaches :data:`THRESHOLD`. The detectors add the situation
+(a failing evaluation, the goal unmet); the labelled sets in ``tests/questions/data`` measure the reading.
 """
 
 from __future__ import annotations
 
-import re
+from collections import defaultdict
 from dataclasses import dataclass
 
-_ADVERB = r"(?:now|already|fundamentally|purely|entirely|completely|simply|still|clearly|probably|likely|just|mostly|essentially|basically|effectively|heavily|practically|pretty much)"
+from quaere.questions.cues import (
+    CAPACITY,
+    CORRECTNESS_WORDS,
+    COUNTERFACTUAL,
+    DIMINISHERS,
+    FRENCH_NE,
+    FRENCH_PARTICLES,
+    FRENCH_QUANTIFIERS,
+    NEGATORS,
+    POST_NEGATORS,
+    PREFIX_WORDS,
+    RELATIVE,
+    SUSPENDERS,
+    TEMPORAL,
+    TIMING_WORDS,
+    Family,
+)
+from quaere.questions.lexicon import FAMILIES
+from quaere.questions.text import Clause, clause_at, clauses, fold, is_question, sentences
+from quaere.records import Moment
 
-CLAIM_PATTERNS: tuple[str, ...] = (
-    r"\b(?:hardware|physical|fundamental|theoretical|architectural)\s+(?:limit|ceiling|bound|wall)s?\b",
-    r"\b(?:at|hit|hitting|reached|reaching|against)\s+(?:the\s+)?(?:roofline|speed of light|peak bandwidth|bandwidth (?:limit|ceiling)|memory[- ]bandwidth (?:limit|ceiling))\b",
-    rf"(?:\b(?:is|are|remains?|stays?|becomes?|we're|it's|that's)|'s|'re)\s+(?:{_ADVERB}\s+)?(?:memory|bandwidth|compute|latency|launch)[- ]bound\b",
-    rf"(?:\b(?:is|are|we're|it's|that's|now|already|near|nearly|close to)|'s|'re)\s+(?:{_ADVERB}\s+)?(?:near[- ])?optimal\b",
-    r"\b(?:near[- ])?optimal (?:performance|speed|throughput|kernel|implementation|solution|configuration)\b",
-    r"\b(?:cannot|can't|can ?not|could not|couldn't|won't)\s+(?:be\s+)?(?:improved|optimi[sz]ed|made (?:any )?faster|go (?:any )?faster|get (?:any )?faster|sped up|speed(?:ed)? up)\b",
-    r"\bno (?:further|more) (?:improvements?|optimi[sz]ations?|gains?|speedups?|headroom)(?: (?:is|are) possible| possible| left| available| to be had)\b",
-    r"\bnothing (?:left|more) to (?:optimi[sz]e|improve|gain)\b",
-    r"\b(?:fully|completely|maximally)\s+optimi[sz]ed\b",
-    r"\bas fast as (?:possible|it (?:can|will) (?:get|go|be))\b",
-    r"\b(?:i'm|i am|we're|we are|all|everything's|everything is|the (?:work|task|job|optimi[sz]ation) (?:is|has been))\s+(?:now\s+)?(?:done|complete|completed|finished)\b(?!\s+(?:with|for now|yet))",
-    r"^(?:done|finished|complete)[.!]*$",
-    r"\bdiminishing returns\b",
-)
+THRESHOLD = 1.0
+"""Score at which a moment holds on the words alone."""
+FAMILY_CAP = 1.5
+"""Most one family adds (or takes away) over a whole message."""
+_INTENSIFIERS = ("fundamentally", "purely", "entirely", "inherently", "strictly", "simply", "fondamental", "purement")
+_BOUNDS = frozenset({"memory_bound", "compute_bound", "latency_bound"})
 
-BLAME_PATTERNS: tuple[str, ...] = (
-    # tolerance
-    r"\b(?:within|inside)\s+(?:the\s+)?(?:\w+\s+)?tolerance\b",
-    r"\b(?:just|only|slightly|barely|marginally|a bit|a little)\s+(?:above|over|outside|beyond|exceed\w*|past)\s+(?:the\s+)?(?:\w+\s+)?(?:tolerance|bound|threshold)\b",
-    r"\b(?:tolerance|threshold|bound)s?\s+(?:is|are|was|were|seems?|looks?|may be|might be|feels?)\s+(?:\w+\s+)?(?:too|overly|very|extremely)\s+(?:tight|strict|low|small|harsh|conservative)\b",
-    r"\b(?:loosen|relax|increase|raise|widen|bump)\w*\s+(?:the\s+)?(?:\w+\s+)?(?:tolerance|threshold|atol|rtol)\b",
-    r"\btolerance (?:issue|problem|artifact)s?\b",
-    r"\b(?:too|overly) strict\b",
-    # noise
-    r"\b(?:just|only|merely|simply|probably|likely|basically|due to|because of|caused by|within|from)\s+(?:\w+\s+)?(?:numerical\s+)?noise\b",
-    # rounding
-    r"\b(?:rounding|round-off|roundoff)\b",
-    # flakiness
-    r"\bflak(?:y|iness|ily)\b",
-    r"\bnon-?determinis\w*",
-    r"\b(?:intermittent|sporadic|spurious|random)\s+(?:failure|fail|mismatch|error)s?\b",
-    r"\bfalse (?:positive|alarm|failure)s?\b",
-    r"\b(?:unlucky|bad luck|bad seed)\b",
-    # precision
-    r"\b(?:bf16|fp16|half|low|reduced|limited|finite|floating[- ]point|float)\s+precision\b",
-    r"\bprecision (?:issue|limit|loss|error|artifact|difference)s?\b",
-    r"\bfloating[- ]point (?:error|noise|non-?associativity|difference|reordering|artifact)s?\b",
-    r"\b(?:accumulation|summation|reduction) order\b",
-    # the reference or the harness
-    r"\bthe reference(?:'s)?\s+(?:\w+\s+){0,2}(?:is|was|itself|seems|might be|may be|must be|could be)\s+(?:\w+\s+)?(?:wrong|incorrect|buggy|off|inaccurate|imprecise|broken|less accurate)\b",
-    r"\b(?:bug|error|issue|problem|flaw)s?\s+in\s+(?:the\s+)?(?:reference|harness|evaluator|checker|tests?)\b",
-    r"\b(?:reference|harness|evaluator|checker)\s+(?:bug|issue|problem|flaw)s?\b",
-)
 
-# Before the phrase, in its clause: a negation ("not a hardware limit") or a hypothesis ("whether it is").
-_NEGATION = re.compile(
-    r"(?:\b(?:not|no|never|nowhere|hardly|neither|nor|without|far from|no longer|rather than|instead of)\b|n't\b)",
-    re.IGNORECASE,
-)
-_HYPOTHETICAL = re.compile(
-    r"\b(?:if|whether|unless|suppose|supposing|assuming|assume|hypothes\w*|wonder\w*|could it be|might it be|"
-    r"rule out|ruling out)\b|\b(?:to|let me|let's|i'll|i will|we'll|need to|should)\s+(?:check|verify|test|determine|"
-    r"confirm|see)\b",
-    re.IGNORECASE,
-)
-# A sentence about timing only ("the timing difference is within noise") blames nothing about correctness.
-_TIMING_WORDS = re.compile(
-    r"\b(?:timings?|times?|speed\w*|faster|slower|latency|ms|tflop\w*|throughput|benchmark\w*|median|spread)\b",
-    re.IGNORECASE,
-)
-_CORRECTNESS_WORDS = re.compile(
-    r"\b(?:mismatch\w*|fail\w*|errors?|wrong|incorrect\w*|discrepanc\w*|deviat\w*|max_abs_err|assert\w*|verdicts?|"
-    r"correct\w*|outputs?|values?|results?|elements?)\b",
-    re.IGNORECASE,
-)
-_CLAUSE_BREAK = re.compile(
-    r"[,;:()\u2014\u2013]|\s-\s|\b(?:but|although|though|however|while|whereas|yet|so)\b", re.IGNORECASE
-)
-_CODE_OR_QUOTE = re.compile(r"```.*?```|`[^`\n]*`|\"[^\"\n]*\"|\u201c[^\u201d\n]*\u201d", re.DOTALL)
-_SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+")
-_MARKER = re.compile(r"\s*(?:[-*+#>]+|\d+[.)])\s")
-_PREFIX_WORDS = 12
+@dataclass(frozen=True)
+class CueHit:
+    """One cue found: its family, the signed weight it adds, whether it was negated, the words and sentence."""
+
+    family: str
+    moment: Moment
+    weight: float
+    negated: bool
+    phrase: str
+    sentence: str
 
 
 @dataclass(frozen=True)
@@ -96,61 +70,114 @@ class PhraseMatch:
     sentence: str
 
 
-def sentences(text: str) -> list[str]:
-    """The text's sentences, with code and quoted text removed."""
-    plain = _CODE_OR_QUOTE.sub(" ", text)
-    return [s.strip() for block in _blocks(plain) for s in _SENTENCE_SPLIT.split(block) if s.strip()]
+@dataclass(frozen=True)
+class Reading:
+    """Every cue of one message, and the verdicts drawn from them."""
+
+    hits: tuple[CueHit, ...]
+
+    def score(self, moment: Moment) -> float:
+        """Sum of the weights for ``moment``, each family capped at ±FAMILY_CAP."""
+        by_family: dict[str, list[float]] = defaultdict(list)
+        for hit in self.hits:
+            if hit.moment is moment:
+                by_family[hit.family].append(hit.weight)
+        total = 0.0
+        for weights in by_family.values():
+            total += min(FAMILY_CAP, sum(w for w in weights if w > 0))
+            total += max(-FAMILY_CAP, sum(w for w in weights if w < 0))
+        return total
+
+    def holds(self, moment: Moment) -> bool:
+        return self.score(moment) >= THRESHOLD
+
+    def support(self, moment: Moment) -> list[CueHit]:
+        """The hits that speak for ``moment``, strongest first."""
+        return sorted((h for h in self.hits if h.moment is moment and h.weight > 0), key=lambda h: -h.weight)
+
+    def tags(self, moment: Moment) -> frozenset[str]:
+        """Families asserted for ``moment`` (what was claimed: 'memory_bound', 'rounding' ...) when it holds."""
+        return frozenset(h.family for h in self.support(moment) if not h.negated) if self.holds(moment) else frozenset()
+
+    def summary(self, moment: Moment) -> str:
+        """'word score 1.9 (rounding, harmless): '<phrase>' in '<sentence>'' for the evidence of a detection."""
+        support = self.support(moment)
+        families = ", ".join(dict.fromkeys(h.family for h in support))
+        where = f": '{support[0].phrase}' in '{support[0].sentence}'" if support else ""
+        return f"word score {self.score(moment):.1f} ({families or 'no cue'}; holds at {THRESHOLD:.1f}){where}"
 
 
-def _blocks(text: str) -> list[str]:
-    """Hard-wrapped prose continues across single newlines; a blank line, a list item or a heading
-    (and the line after a heading) starts a new block."""
-    blocks: list[list[str]] = [[]]
-    after_heading = False
-    for line in text.splitlines():
-        if not line.strip() or _MARKER.match(line) or after_heading:
-            blocks.append([])
-        after_heading = line.lstrip().startswith("#")
-        if line.strip():
-            blocks[-1].append(line.strip())
-    return [" ".join(b) for b in blocks if b]
+def _negations(prefix: str) -> int:
+    """Negations in a folded clause prefix; French 'ne ... pas/plus/rien' counts once."""
+    found = NEGATORS.findall(prefix)
+    if FRENCH_NE.search(prefix):
+        particles = {"aucun", "aucune", "rien", "jamais", "guere"}
+        return sum(1 for f in found if f.strip() not in particles)
+    return len(found) + len([p for p in FRENCH_PARTICLES.findall(prefix) if p == "pas"])
 
 
-def _asserted(sentence: str, start: int) -> bool:
-    """Whether the phrase starting at ``start`` is asserted: no negation or hypothesis in its clause before it."""
-    before = sentence[:start]
-    breaks = list(_CLAUSE_BREAK.finditer(before))
-    clause = before[breaks[-1].end() :] if breaks else before
-    window = " ".join(clause.split()[-_PREFIX_WORDS:])
-    return not _NEGATION.search(window) and not _HYPOTHETICAL.search(window)
+def _about_timing(clause: str) -> bool:
+    """The clause speaks of timings and not of outputs."""
+    return bool(TIMING_WORDS.search(clause)) and not CORRECTNESS_WORDS.search(clause)
 
 
-def find_asserted(text: str, patterns: tuple[str, ...]) -> list[PhraseMatch]:
-    """Every asserted match of ``patterns`` in ``text``, in order; questions, negations and hypotheses excluded."""
-    compiled = [re.compile(p, re.IGNORECASE) for p in patterns]
-    found: list[PhraseMatch] = []
-    for sentence in sentences(text):
-        if sentence.rstrip("*_ ").endswith("?"):
-            continue
-        for pattern in compiled:
-            for match in pattern.finditer(sentence):
-                if _asserted(sentence, match.start()):
-                    found.append(PhraseMatch(phrase=match.group(0), sentence=sentence))
-    return found
+def _hit(family: Family, sentence: str, folded: str, part: Clause, start: int, end: int) -> CueHit | None:
+    prefix = " ".join(folded[part.start : start].split()[-PREFIX_WORDS:])
+    if SUSPENDERS.search(prefix) or (family.moment is Moment.CLAIMED_LIMIT and TEMPORAL.search(prefix)):
+        return None
+    clause = folded[part.start : part.end]
+    if family.capacity and not CAPACITY.search(prefix):
+        return None
+    if (family.vetoed and family.vetoed.search(clause)) or (family.required and not family.required.search(folded)):
+        return None
+    phrase = clause_at(clauses(folded, conjunctions=False), start)
+    if family.correctness_topic and _about_timing(folded[phrase.start : phrase.end]):
+        return None
+    if family.moment is Moment.EXPLAINED_FAILURE and COUNTERFACTUAL.match(folded[end : part.end]):
+        return None
+    post = POST_NEGATORS.match(RELATIVE.split(folded[end : part.end], maxsplit=1)[0])
+    # "aucune optimisation ... n'est possible": the quantifier and the 'ne' after it are one negation
+    absorbed = post is not None and FRENCH_NE.match(post.group(0).split()[-1]) and FRENCH_QUANTIFIERS.search(prefix)
+    diminished = family.diminishable and bool(DIMINISHERS.search(prefix))
+    negated = (_negations(prefix) + diminished + bool(post and not absorbed)) % 2 == 1
+    weight = family.negated if negated else family.asserted
+    if family.name in _BOUNDS and not negated and any(word in clause for word in _INTENSIFIERS):
+        weight += 0.4
+    if weight == 0:
+        return None
+    return CueHit(family.name, family.moment, weight, negated, sentence[start:end], sentence)
+
+
+def _sentence_hits(sentence: str) -> list[CueHit]:
+    folded = fold(sentence)
+    parts = clauses(folded)
+    best: dict[tuple[str, bool], CueHit] = {}
+    for family in FAMILIES:
+        for pattern in family.compiled:
+            for match in pattern.finditer(folded):
+                hit = _hit(family, sentence, folded, clause_at(parts, match.start()), match.start(), match.end())
+                key = (family.name, hit.weight > 0) if hit else None
+                if hit and key and (key not in best or abs(hit.weight) > abs(best[key].weight)):
+                    best[key] = hit
+    return list(best.values())
+
+
+def read_words(text: str) -> Reading:
+    """Every cue in the asserted sentences of ``text`` (questions skipped), for both moments."""
+    return Reading(tuple(h for s in sentences(text) if not is_question(s) for h in _sentence_hits(s)))
+
+
+def _matches(reading: Reading, moment: Moment) -> list[PhraseMatch]:
+    if not reading.holds(moment):
+        return []
+    return [PhraseMatch(phrase=h.phrase, sentence=h.sentence) for h in reading.support(moment)]
 
 
 def find_claims(text: str) -> list[PhraseMatch]:
-    """Claims of a limit or of completion ("hardware limit", "memory-bound", "optimal", "done" ...)."""
-    return find_asserted(text, CLAIM_PATTERNS)
+    """The phrases by which ``text`` claims a limit or completion (empty when it does not)."""
+    return _matches(read_words(text), Moment.CLAIMED_LIMIT)
 
 
 def find_blame(text: str) -> list[PhraseMatch]:
-    """A failure attributed to tolerance, noise, rounding, flakiness, precision or the reference.
-
-    Sentences about timing alone are left out: noise in a speedup is not an excuse for a wrong result.
-    """
-    return [
-        m
-        for m in find_asserted(text, BLAME_PATTERNS)
-        if _CORRECTNESS_WORDS.search(m.sentence) or not _TIMING_WORDS.search(m.sentence)
-    ]
+    """The phrases by which ``text`` explains a correctness failure away (empty when it does not)."""
+    return _matches(read_words(text), Moment.EXPLAINED_FAILURE)

@@ -1,16 +1,18 @@
 """Where a question comes from: the bank's policy, or a person, behind one interface.
 
-:class:`BankSource` fits the moment and the task (architecture, comparison available), never repeats an
-entry within a campaign, rotates groups, prefers level-shift and limit-challenge entries on plateaus and
-claimed limits, and breaks ties with a hash of the seed, so the same seed and history give the same
-question. :class:`HumanSource` shows a person the same suggestions and takes their pick, edit or own text
-through an injected callable (library code never reads a terminal).
+:class:`BankSource` asks only entries that fit the moment and whose ``when`` conditions hold in the
+evidence (:class:`TaskContext`: task, correctness, the claim made, floors, evaluations), never repeats an
+entry within a campaign, asks first what answers the agent's own claim ("memory-bound", "rounding"),
+escalates along the moment's ladder when the moment comes back (:mod:`.ladder`), rotates groups, and
+breaks ties with a hash of the seed, so the same seed and history give the same question. When nothing
+fitting is left it raises :class:`BankExhausted` rather than ask an entry that does not fit.
+:class:`HumanSource` shows a person the same suggestions and takes their pick, edit or own text through
+an injected callable.
 """
 
 from __future__ import annotations
 
 import hashlib
-import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Literal, Protocol
@@ -18,43 +20,13 @@ from typing import Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field
 
 from quaere.questions.bank import Bank, BankEntry
+from quaere.questions.ladder import Rung, rung_index, rungs_from
+from quaere.questions.situation import TaskContext
 from quaere.records import Moment, QuestionKind
 from quaere.trace import QuestionAsked, TraceEvent
 
-# On these moments the source study's large gains followed questions that changed level or contested a limit.
-# Order matters: a claimed limit is first contested, a plateau first moved to another level.
-PREFERRED_KINDS: dict[Moment, tuple[QuestionKind, ...]] = {
-    Moment.PLATEAU: (QuestionKind.LEVEL_SHIFT, QuestionKind.LIMIT_CHALLENGE),
-    Moment.CLAIMED_LIMIT: (QuestionKind.LIMIT_CHALLENGE, QuestionKind.LEVEL_SHIFT),
-}
-
-_ARCH_BY_SM = (("blackwell", range(100, 130)), ("hopper", range(90, 100)), ("ampere", (80, 86, 87, 88)))
-
-
 class Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class TaskContext(Frozen):
-    """What a source needs to know about the task to pick a fitting question."""
-
-    arch: str = "none"
-    """GPU architecture family: 'ampere', 'hopper', 'blackwell', or 'none' (CPU or unknown)."""
-    has_comparison: bool = False
-    """The task times at least one comparison implementation."""
-    task: str = ""
-    """Task name, for messages."""
-
-
-def arch_of_target(target: str) -> str:
-    """'sm_90a' -> 'hopper', 'sm_100a' -> 'blackwell', 'sm_80' -> 'ampere'; anything else -> 'none'."""
-    match = re.search(r"(?:sm|compute)_?(\d+)", target)
-    if match:
-        number = int(match.group(1))
-        for name, numbers in _ARCH_BY_SM:
-            if number in numbers:
-                return name
-    return "none"
 
 
 class Suggestion(Frozen):
@@ -67,13 +39,14 @@ class Suggestion(Frozen):
 
 class ChosenQuestion(Frozen):
     """The question that will be asked: its moment, its source, its bank id (None for a person's own
-    text), its text and its kind."""
+    text), its text, its kind, and why it was chosen (the ladder's rung, the claim it answers)."""
 
     moment: Moment
     source: Literal["bank", "human"]
     entry_id: str | None = None
     text: str = Field(min_length=1)
     kind: QuestionKind | None = None
+    reason: str = ""
 
     def to_event(self, session: int = 0) -> QuestionAsked:
         """The trace event recording that this question was asked."""
@@ -87,8 +60,15 @@ class ChosenQuestion(Frozen):
         )
 
 
+class NoQuestion(Frozen):
+    """No question fits the moment now (every fitting entry was asked); a value, not ``None``."""
+
+    moment: Moment
+    reason: str
+
+
 class BankExhausted(LookupError):
-    """No unasked entry of the bank fits this task any more."""
+    """No unasked entry of the bank fits this moment and this evidence any more."""
 
 
 class QuestionSource(Protocol):
@@ -110,6 +90,10 @@ def _tiebreak(seed: int, asked_count: int, entry_id: str) -> int:
     return int(hashlib.sha256(f"{seed}:{asked_count}:{entry_id}".encode()).hexdigest()[:16], 16)
 
 
+def _answers_claim(entry: BankEntry, context: TaskContext) -> bool:
+    return bool(set(entry.when.claims) & context.claims)
+
+
 class BankSource:
     """The bank's selection policy (see the module docstring); deterministic under ``seed``."""
 
@@ -117,62 +101,65 @@ class BankSource:
         self.bank = bank
         self.seed = seed
 
+    def fitting(self, moment: Moment, context: TaskContext) -> list[BankEntry]:
+        """Every entry that fits ``moment`` and whose conditions hold in ``context``, asked or not."""
+        return [e for e in self.bank.entries if moment in e.moments and e.fits(context)]
+
     def suggest(self, moment: Moment, context: TaskContext, asked: Sequence[str], n: int = 3) -> list[Suggestion]:
         done = set(asked)
-        pool = [e for e in self.bank.entries if e.id not in done and e.fits(context.arch, context.has_comparison)]
+        pool = [e for e in self.fitting(moment, context) if e.id not in done]
         groups_of = {e.id: e.group for e in self.bank.entries}
         last_group = next((groups_of[i] for i in reversed(asked) if i in groups_of), "")
         usage = Counter(groups_of[i] for i in asked if i in groups_of)
-        preferred = PREFERRED_KINDS.get(moment, ())
+        order = rungs_from(moment, context.streak.get(moment, 0))
         chosen: list[BankEntry] = []
         while pool and len(chosen) < n:
             shown = frozenset(e.group for e in chosen)
-            best = min(
-                pool, key=lambda e, shown=shown: self._rank(e, moment, last_group, preferred, shown, usage, len(asked))
-            )
+
+            def rank(e: BankEntry, shown: frozenset[str] = shown) -> tuple:
+                """Smaller first: a group not yet among the suggestions (so the first suggestion is the
+                choice and the others show other groups), an answer to the claim made, the earliest rung,
+                not the group asked last, the least-asked group, then a seeded hash."""
+                return (
+                    e.group in shown,
+                    not _answers_claim(e, context),
+                    rung_index(e, order),
+                    e.group == last_group,
+                    usage[e.group],
+                    _tiebreak(self.seed, len(asked), e.id),
+                )
+
+            best = min(pool, key=rank)
             chosen.append(best)
             pool.remove(best)
         return [
-            Suggestion(entry=e, rank=r, reason=self._reason(e, moment, last_group, preferred, usage[e.group]))
+            Suggestion(entry=e, rank=r, reason=self._reason(e, moment, context, order, usage[e.group]))
             for r, e in enumerate(chosen, start=1)
         ]
 
-    def _rank(
-        self,
-        e: BankEntry,
-        moment: Moment,
-        last_group: str,
-        preferred: tuple[QuestionKind, ...],
-        shown: frozenset[str],
-        usage: Counter,
-        asked_count: int,
-    ) -> tuple:
-        """Sort key, smaller first: fits the moment, not the group asked last, preferred kind, a group not
-        yet among the suggestions, the least-asked group, then a seeded hash."""
-        return (
-            moment not in e.moments,
-            e.group == last_group,
-            preferred.index(e.kind) if e.kind in preferred else len(preferred),
-            e.group in shown,
-            usage[e.group],
-            _tiebreak(self.seed, asked_count, e.id),
-        )
-
     @staticmethod
-    def _reason(e: BankEntry, moment: Moment, last_group: str, preferred: tuple, used: int) -> str:
-        parts = [
-            f"fits {moment.value}" if moment in e.moments else f"nothing unasked fits {moment.value}; closest entry"
-        ]
-        parts.append(f"{e.kind.value}" + (f" (preferred on {moment.value})" if e.kind in preferred else ""))
-        parts.append(f"group '{e.group}' asked {used} time(s)" + (", also last" if e.group == last_group else ""))
+    def _reason(e: BankEntry, moment: Moment, context: TaskContext, order: tuple[Rung, ...], used: int) -> str:
+        streak = context.streak.get(moment, 0)
+        index = rung_index(e, order)
+        rung = f"rung '{order[index].name}' ({order[index].why})" if index < len(order) else "off the ladder"
+        parts = [f"fits {moment.value}", f"{moment.value} question {streak + 1} in a row: {rung}"]
+        if _answers_claim(e, context):
+            parts.append(f"answers the claim of {'/'.join(sorted(set(e.when.claims) & context.claims))}")
+        parts.append(f"group '{e.group}' asked {used} time(s)")
         return "; ".join(parts)
 
     def choose(self, moment: Moment, context: TaskContext, asked: Sequence[str], evidence: str = "") -> ChosenQuestion:
         suggestions = self.suggest(moment, context, asked, n=1)
         if not suggestions:
-            raise BankExhausted(f"every bank entry that fits task '{context.task}' (arch {context.arch}) was asked")
-        entry = suggestions[0].entry
-        return ChosenQuestion(moment=moment, source="bank", entry_id=entry.id, text=entry.question, kind=entry.kind)
+            fitting = len(self.fitting(moment, context))
+            raise BankExhausted(
+                f"every bank entry that fits {moment.value} on task '{context.task}' (arch {context.arch}, "
+                f"correctness {context.correctness}) was asked ({fitting} of them); none that does not fit is asked"
+            )
+        s = suggestions[0]
+        return ChosenQuestion(
+            moment=moment, source="bank", entry_id=s.entry.id, text=s.entry.question, kind=s.entry.kind, reason=s.reason
+        )
 
 
 class Pick(Frozen):
@@ -236,4 +223,5 @@ def resolve_reply(moment: Moment, suggestions: Sequence[Suggestion], reply: Huma
         )
     entry = suggestions[reply.index - 1].entry
     text = reply.text.strip() if isinstance(reply, Edit) else entry.question
-    return ChosenQuestion(moment=moment, source="human", entry_id=entry.id, text=text, kind=entry.kind)
+    reason = suggestions[reply.index - 1].reason
+    return ChosenQuestion(moment=moment, source="human", entry_id=entry.id, text=text, kind=entry.kind, reason=reason)
