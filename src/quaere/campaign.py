@@ -44,6 +44,7 @@ from quaere.trace import (
 from quaere.workspace import Workspace, WorkspaceError, create_workspace, open_workspace
 
 if TYPE_CHECKING:
+    from quaere.methods.base import Method
     from quaere.questions.sources import QuestionSource
 
 MAX_ERRORS_IN_A_ROW = 3  # sessions failing one after another (an unreachable API): stop, resumable
@@ -92,9 +93,10 @@ class _Run:
         deps: HookDeps,
         display: Display,
         clock: Callable[[], float],
+        method: Method,
     ) -> None:
         self.config, self.task, self.ws, self.state, self.agent = config, task, workspace, state, agent
-        self.deps, self.display, self.clock = deps, display, clock
+        self.deps, self.display, self.clock, self.method = deps, display, clock, method
         self.writer = TraceWriter(workspace.trace, secrets=config.secret_values())
         self.started = clock()
         self.counters = Counters(tool_calls=state.tool_calls, cost_usd=state.cost_usd)
@@ -178,9 +180,11 @@ class _Run:
         self.state.session_open = True
         self.writer.write(SessionStart(session=self.session, agent=self.agent.name))
         opening = opening_message(self.task, self.ws, self.state.sessions_started, goal_text)
+        briefing = self.method.briefing(self.ws, self.session)
+        opening = f"{opening}\n\n{briefing}" if briefing else opening
         self.writer.write(AgentMessage(session=self.session, role="user", text=opening))
         self.changed()
-        hooks = SessionHooks(
+        session_hooks = SessionHooks(
             session=self.session,
             session_id=session_id,
             deps=self.deps,
@@ -193,6 +197,7 @@ class _Run:
             wall_s=self.wall_s,
             on_change=self.changed,
         )
+        hooks = self.method.session(session_hooks, self.session)
         try:
             outcome = self.agent.run_session(self.ws.root, opening, hooks, self.limits())
         except KeyboardInterrupt:
@@ -315,6 +320,7 @@ def run_campaign(
     resume: bool = False,
     display: Display | None = None,
     clock: Callable[[], float] = time.monotonic,
+    method: Method | None = None,
 ) -> CampaignResult:
     """Run (or resume) the campaign described by ``config`` with ``agent``.
 
@@ -323,13 +329,21 @@ def run_campaign(
     ``quaere ask`` always goes first. ``moments`` detects the moments (None: the five detectors with
     ``config.moments``). Returns when the goal is met, a budget is spent, or sessions keep failing (then
     resumable). Ctrl-C closes the session as interrupted, saves the state and re-raises.
+
+    ``method`` is what the agent is given besides the evaluator and the goal (:mod:`quaere.methods`; None:
+    the arm ``config.method`` names, which must then be questions or goal-only). Raises
+    :class:`~quaere.methods.base.MethodError` when the trace already records another method.
     """
+    from quaere.methods.arms import plain_method
+
     task = load_task(config.task)
+    arm = method if method is not None else plain_method(config.method)
     workspace, state = prepare_workspace(config, task, resume)
     save_state(workspace.campaign_state, state)
-    deps = hook_deps(config, workspace, source, moments)
+    deps = arm.hooks(hook_deps(config, workspace, source, moments))
+    arm.start(workspace, TraceWriter(workspace.trace, secrets=config.secret_values()))
     view = display or NullDisplay()
     try:
-        return _Run(config, task, workspace, state, agent, deps, view, clock).run()
+        return _Run(config, task, workspace, state, agent, deps, view, clock, arm).run()
     finally:
         view.close()
