@@ -42,6 +42,11 @@ def _bash(command: str) -> Action:
     return Action("bash", command)
 
 
+# On a loaded machine one timing of the fast kernel can fail the judge's clock bound (hidden_work): evaluate
+# again and stop again, as an agent would. Once the goal holds the campaign ends and these never run.
+RETRIES = [_bash(EVAL), Action("stop", DONE)] * 2
+
+
 def plain_script() -> list[Action]:
     """The questions and goal-only arms' script: the same actions, so only the method differs."""
     return [
@@ -53,6 +58,7 @@ def plain_script() -> list[Action]:
         Action("stop", CLAIM),
         _bash(f"cp {KERNELS / 'fast.cpp'} kernel.cpp && {EVAL}"),
         Action("stop", DONE),
+        *RETRIES,
     ]
 
 
@@ -73,6 +79,7 @@ def tooled_script() -> list[Action]:
         lessons,
         _bash(f"cp {KERNELS / 'fast.cpp'} kernel.cpp && {EVAL}"),
         Action("stop", DONE),
+        *RETRIES,
     ]
 
 
