@@ -190,3 +190,24 @@ def test_ncu_output_parsed_and_its_failures_named(tmp_path: Path):
     result = profile_kernel(broken, "t", tmp_path / "k.so", "s", 30)
     assert result.status is NcuStatus.FAILED and "no scenario" in result.note
     assert os.access(broken, os.X_OK)
+
+
+def test_the_launch_driver_calls_a_built_cpu_kernel_once(tmp_path: Path):
+    import subprocess
+    import sys
+
+    from quaere.evaluate.build import build_source
+    from quaere.task import load_task
+
+    task = load_task("cpu_softmax")
+    build = build_source(task.spec, task.initial_kernel, tmp_path / "cache", task.folder)
+    scenario = task.module.benchmark_scenarios()[0].id
+
+    def launch(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "quaere.methods.launch", *args], capture_output=True,
+                              text=True, timeout=120)
+
+    done = launch("cpu_softmax", build.artifact, scenario)
+    assert done.returncode == 0 and f"{scenario}: entry point returned 0" in done.stdout, done.stderr
+    missing = launch("cpu_softmax", build.artifact, "no-such-scenario")
+    assert missing.returncode == 2 and "has no scenario 'no-such-scenario'" in missing.stderr
