@@ -73,7 +73,9 @@ def lessons_add(
 
 
 @lessons_app.command("list")
-def lessons_list(words: Annotated[list[str] | None, typer.Argument(help="Only lessons matching these.")] = None) -> None:
+def lessons_list(
+    words: Annotated[list[str] | None, typer.Argument(help="Only lessons matching these.")] = None,
+) -> None:
     """Every lesson, or the ones that best match WORDS."""
     from quaere.methods import toolbox
 
