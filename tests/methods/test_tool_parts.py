@@ -211,3 +211,30 @@ def test_the_launch_driver_calls_a_built_cpu_kernel_once(tmp_path: Path):
     assert done.returncode == 0 and f"{scenario}: entry point returned 0" in done.stdout, done.stderr
     missing = launch("cpu_softmax", build.artifact, "no-such-scenario")
     assert missing.returncode == 2 and "has no scenario 'no-such-scenario'" in missing.stderr
+
+
+def test_build_facts_of_a_cuda_artifact_read_sass_resources_and_spills(tmp_path: Path):
+    from quaere.methods.machine import Programs
+    from quaere.methods.profile import Digest, build_facts
+    from quaere.methods.tool_text import render_digest
+    from quaere.records import BuildResult, BuildStatus
+
+    (tmp_path / "sass.txt").write_text(SASS)
+    (tmp_path / "res.txt").write_text(RES_USAGE)
+    tool = _program(tmp_path / "bin", "cuobjdump",
+                    f'if [ "$1" = "-sass" ]; then cat {tmp_path}/sass.txt; else cat {tmp_path}/res.txt; fi')
+    artifact = tmp_path / "build" / "kernel.so"
+    artifact.parent.mkdir()
+    artifact.write_bytes(b"\x7fELF")
+    (artifact.parent / "build.log").write_text("ptxas info: 40 bytes spill stores, 40 bytes spill loads\n")
+    build = BuildResult(status=BuildStatus.OK, command="nvcc", artifact=str(artifact), log_tail="",
+                        included_headers=(), duration_s=1.0)
+    facts = build_facts(build, True, Programs(None, "ncu is not on PATH", tool, None), "attn")
+    assert facts.mix is not None and dict(facts.mix.by_class)["tensor core"] == 2
+    assert facts.resources[0].registers == 168 and facts.spills == ((40, 40),)
+    text = render_digest(Digest("ab" * 32, "not evaluated", (), "built", facts))
+    assert "168 registers, stack 16 B, shared 0 B, local 8 B (local memory in use" in text
+    assert "ptxas: 40 bytes spill stores, 40 bytes spill loads" in text and "tensor core 25%" in text
+    assert "not measured (absent)" in text
+    none = build_facts(build, True, Programs(None, "", None, None), "attn")
+    assert none.mix is None and "cuobjdump not found" in none.mix_note

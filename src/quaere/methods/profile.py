@@ -25,15 +25,22 @@ from quaere.workspace import Workspace, content_hash
 
 
 @dataclass(frozen=True)
+class BuildFacts:
+    """What the built artifact says: its instruction mix and, for CUDA, resources per kernel and spills."""
+
+    mix: Mix | None = None
+    mix_note: str = ""  # why there is no mix
+    resources: tuple[KernelResources, ...] = ()
+    spills: tuple[tuple[int, int], ...] = ()  # (store bytes, load bytes) per ptxas report
+
+
+@dataclass(frozen=True)
 class Digest:
     candidate_hash: str
     evaluation_note: str  # which evaluation the roofline rows come from, or why there are none
     roofline: tuple[RooflineRow, ...] = ()
     build_note: str = ""
-    mix: Mix | None = None
-    mix_note: str = ""
-    resources: tuple[KernelResources, ...] = ()
-    spills: tuple[tuple[int, int], ...] = ()
+    build: BuildFacts = field(default_factory=BuildFacts)
     ncu: NcuResult = field(default_factory=lambda: NcuResult(NcuStatus.ABSENT))
     ncu_scenario: str = ""
 
@@ -53,20 +60,20 @@ def _worst(rows: Sequence[RooflineRow]) -> str:
     return min(measured, key=lambda r: r.achieved).scenario_id if measured else ""
 
 
-def _build_facts(build: BuildResult, cuda: bool, programs: Programs, entry: str) -> dict[str, object]:
+def build_facts(build: BuildResult, cuda: bool, programs: Programs, entry: str) -> BuildFacts:
+    """Disassemble the built artifact (and, for CUDA, read its resources and the build log's spill lines)."""
     artifact = Path(build.artifact)
     tool = programs.cuobjdump if cuda else programs.objdump
     if tool is None:
         name = "cuobjdump" if cuda else "objdump"
-        return {"mix_note": f"{name} not found on this machine: no instruction mix or register counts"}
+        return BuildFacts(mix_note=f"{name} not found on this machine: no instruction mix or register counts")
     mix, note = disassemble(artifact, cuda, tool, entry)
-    facts: dict[str, object] = {"mix": mix, "mix_note": note}
-    if cuda:
-        text, _ = run_tool([str(tool), "-res-usage", str(artifact)])
-        log = artifact.with_name("build.log")
-        facts["resources"] = resource_usage(text)
-        facts["spills"] = spill_lines(log.read_text(errors="replace") if log.is_file() else build.log_tail)
-    return facts
+    if not cuda:
+        return BuildFacts(mix, note)
+    text, _ = run_tool([str(tool), "-res-usage", str(artifact)])
+    log = artifact.with_name("build.log")
+    spills = spill_lines(log.read_text(errors="replace") if log.is_file() else build.log_tail)
+    return BuildFacts(mix, note, resource_usage(text), spills)
 
 
 def profile_candidate(
@@ -91,13 +98,12 @@ def profile_candidate(
     build = build_source(task.spec, workspace.candidate, cache_dir / "builds", task.folder)
     if build.status is not BuildStatus.OK:
         return Digest(digest, note, rows, build_note=f"the build failed:\n{build.log_tail}")
-    facts = _build_facts(build, cuda, programs, task.spec.entry_point)
+    facts = build_facts(build, cuda, programs, task.spec.entry_point)
     chosen = scenario or _worst(rows) or _first_benchmark(task)
     ncu = NcuResult(NcuStatus.ABSENT, note=programs.ncu_note)
     if programs.ncu is not None and cuda and chosen:
         ncu = profile_kernel(programs.ncu, str(task.folder), Path(build.artifact), chosen, ncu_timeout_s)
-    return Digest(digest, note, rows, build_note=f"built with: {build.command}", ncu=ncu, ncu_scenario=chosen,
-                  **facts)  # type: ignore[arg-type]
+    return Digest(digest, note, rows, f"built with the task's command: {build.artifact}", facts, ncu, chosen)
 
 
 def _benchmarks(task: Task) -> list[object]:

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from quaere.agents.base import StopAnswer, ToolAnswer
+from quaere.agents.base import HookSet, StopAnswer, ToolAnswer
 from quaere.methods.settings import TooledSettings
 from quaere.records import Evaluation
 from quaere.report.churn import churn
@@ -114,7 +114,7 @@ class Supervisor:
 class SupervisedHooks:
     """A session's hook set with the supervisor's note added after the tool call that shows a loop."""
 
-    inner: Any  # the campaign's HookSet
+    inner: HookSet  # the campaign's own hook set for the session
     supervisor: Supervisor
     writer: TraceWriter
     session: int

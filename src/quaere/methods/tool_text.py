@@ -19,7 +19,8 @@ def _num(value: float, digits: int = 3) -> str:
 
 
 def _pct(value: float) -> str:
-    return f"{100 * value:.1f}%" if math.isfinite(value) else "-"
+    """A share as a percentage with three significant digits (a CPU kernel reaches 0.0123% of a server roofline)."""
+    return f"{100 * value:.3g}%" if math.isfinite(value) else "-"
 
 
 def _roofline(digest: Digest) -> list[str]:
@@ -36,20 +37,21 @@ def _roofline(digest: Digest) -> list[str]:
 
 def _binary(digest: Digest) -> list[str]:
     lines = ["## Build", digest.build_note]
-    for kernel in digest.resources:
+    facts = digest.build
+    for kernel in facts.resources:
         lines.append(f"{kernel.function}: {kernel.registers} registers, stack {kernel.stack_bytes} B, shared "
                      f"{kernel.shared_bytes} B, local {kernel.local_bytes} B" +
                      (" (local memory in use: spills or local arrays)" if kernel.local_bytes else ""))
-    for stores, loads in digest.spills:
+    for stores, loads in facts.spills:
         lines.append(f"ptxas: {stores} bytes spill stores, {loads} bytes spill loads")
     lines.append("## Instruction mix")
-    if digest.mix is None:
-        lines.append(digest.mix_note or "no instruction mix")
+    if facts.mix is None:
+        lines.append(facts.mix_note or "no instruction mix")
         return lines
-    total = digest.mix.total or 1
-    lines.append(f"{digest.mix.total} instructions; by class: " +
-                 ", ".join(f"{name} {_pct(count / total)}" for name, count in digest.mix.by_class))
-    lines.append("most frequent: " + ", ".join(f"{op} {count}" for op, count in digest.mix.top))
+    total = facts.mix.total or 1
+    lines.append(f"{facts.mix.total} instructions; by class: " +
+                 ", ".join(f"{name} {_pct(count / total)}" for name, count in facts.mix.by_class))
+    lines.append("most frequent: " + ", ".join(f"{op} {count}" for op, count in facts.mix.top))
     return lines
 
 
