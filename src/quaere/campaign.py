@@ -49,6 +49,7 @@ from quaere.trace import (
 from quaere.workspace import Workspace, WorkspaceError, create_workspace, open_workspace
 
 if TYPE_CHECKING:
+    from quaere.methods.base import Method
     from quaere.questions.sources import QuestionSource
 
 MAX_ERRORS_IN_A_ROW = 3  # sessions failing one after another (an unreachable API): stop, resumable
@@ -98,9 +99,10 @@ class _Run:
         deps: HookDeps,
         display: Display,
         clock: Callable[[], float],
+        method: Method,
     ) -> None:
         self.config, self.task, self.ws, self.state, self.agent = config, task, workspace, state, agent
-        self.deps, self.display, self.clock = deps, display, clock
+        self.deps, self.display, self.clock, self.method = deps, display, clock, method
         self.writer = TraceWriter(workspace.trace, secrets=config.secret_values())
         self.started = clock()
         self.counters = Counters(tool_calls=state.tool_calls, cost_usd=state.cost_usd)
@@ -184,9 +186,11 @@ class _Run:
         self.state.session_open = True
         self.writer.write(SessionStart(session=self.session, agent=self.agent.name))
         opening = opening_message(self.task, self.ws, self.state.sessions_started, goal_text)
+        briefing = self.method.briefing(self.ws, self.session)
+        opening = f"{opening}\n\n{briefing}" if briefing else opening
         self.writer.write(AgentMessage(session=self.session, role="user", text=opening))
         self.changed()
-        hooks = SessionHooks(
+        session_hooks = SessionHooks(
             session=self.session,
             session_id=session_id,
             deps=self.deps,
@@ -199,6 +203,7 @@ class _Run:
             wall_s=self.wall_s,
             on_change=self.changed,
         )
+        hooks = self.method.session(session_hooks, self.session)
         try:
             outcome = self.agent.run_session(self.ws.root, opening, hooks, self.limits())
         except KeyboardInterrupt:
@@ -352,6 +357,7 @@ def run_campaign(
     clock: Callable[[], float] = time.monotonic,
     deployment: Deployment | None = None,
     announce: Callable[[str], None] = lambda line: None,
+    method: Method | None = None,
 ) -> CampaignResult:
     """Run (or resume) the campaign described by ``config`` with ``agent``.
 
@@ -363,23 +369,28 @@ def run_campaign(
 
     ``deployment`` says where the signed store is and who runs what (None: same-user mode with this
     user's default store; ``quaere run`` passes the strongest the machine allows); ``announce`` receives
-    the trust-mode line said at the start of every run.
+    the trust-mode line said at the start of every run. ``method`` is what the agent is given besides the
+    evaluator and the goal (:mod:`quaere.methods`; None: the arm ``config.method`` names, which must then be
+    questions or goal-only). Raises :class:`~quaere.methods.base.MethodError` when the trace already
+    records another method.
     """
+    from quaere.methods.arms import plain_method
     from quaere.store import default_store_root
 
     deployment = deployment or Deployment(Store(default_store_root(os.environ)))
     store = deployment.store
     task = load_task(config.task)
+    arm = method if method is not None else plain_method(config.method)
     workspace, state = prepare_workspace(config, task, resume, store)
     save_state(workspace.campaign_state, state)
     deployment.adopt(workspace)
-    deps = hook_deps(config, workspace, store, source, moments)
+    deps = arm.hooks(hook_deps(config, workspace, store, source, moments))
     announce(deployment.line())
-    TraceWriter(workspace.trace, secrets=config.secret_values()).write(
-        TrustModeEvent(mode=deployment.mode.value, detail=deployment.line())
-    )
+    writer = TraceWriter(workspace.trace, secrets=config.secret_values())
+    writer.write(TrustModeEvent(mode=deployment.mode.value, detail=deployment.line()))
+    arm.start(workspace, writer)
     view = display or NullDisplay()
     try:
-        return _Run(config, task, workspace, state, agent, deps, view, clock).run()
+        return _Run(config, task, workspace, state, agent, deps, view, clock, arm).run()
     finally:
         view.close()

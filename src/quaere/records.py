@@ -233,3 +233,11 @@ class QuestionKind(str, Enum):
     LEVEL_SHIFT = "level-shift"
     LIMIT_CHALLENGE = "limit-challenge"
     INFORMATION = "information"
+
+
+class MethodKind(str, Enum):
+    """What a campaign gives the agent besides the evaluator and the goal (docs/methods.md)."""
+
+    QUESTIONS = "questions"  # short questions at the five moments: quaere's own method
+    TOOLED = "tooled"  # AVO-style tools (profiler digest, doc search, lessons, lineage, loop supervisor), no questions
+    GOAL_ONLY = "goal-only"  # the Stop hook and nothing else: the control

@@ -16,7 +16,7 @@ from typing import Annotated, Literal, Union
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from quaere.jsonl import append_line, read_lines
-from quaere.records import Moment, QuestionKind
+from quaere.records import MethodKind, Moment, QuestionKind
 
 MAX_TEXT_CHARS = 4000
 
@@ -126,6 +126,32 @@ class SessionUnchecked(Event):
     reason: str = Field(description="How the session ended instead: its end reason and detail.")
 
 
+class ToolState(BaseModel):
+    """Whether one tool of a method works on this machine, and what that means for the agent."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    name: str = Field(description="The tool or program: ncu, cuobjdump, objdump, docs ...")
+    available: bool
+    detail: str = Field(default="", description="What was found, or why it is absent and what runs without it.")
+
+
+class MethodStarted(Event):
+    """The method a campaign run gives the agent (written at every start and resume; one method per campaign)."""
+
+    type: Literal["method"] = "method"
+    method: MethodKind
+    tools: tuple[ToolState, ...] = Field(default=(), description="The tooled arm's tools as found on this machine.")
+
+
+class SupervisorNote(Event):
+    """The tooled arm's supervisor saw a loop of failed edits and told the agent to change approach."""
+
+    type: Literal["supervisor"] = "supervisor"
+    loop: Literal["same_failure", "readded_lines"]
+    evidence: str
+    text: str = Field(description="The note the agent was given.")
+
+
 class ErrorEvent(Event):
     type: Literal["error"] = "error"
     where: str
@@ -147,6 +173,8 @@ TraceEvent = Annotated[
         BudgetSpent,
         TrustModeEvent,
         SessionUnchecked,
+        MethodStarted,
+        SupervisorNote,
         ErrorEvent,
     ],
     Field(discriminator="type"),

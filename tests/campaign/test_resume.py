@@ -12,7 +12,8 @@ from pathlib import Path
 
 from quaere.agents.fake_openai import Reply, ScriptedOpenAIServer
 from quaere.agents.state import CampaignStatus, load_state
-from quaere.trace import SessionEnd, SessionStart, ToolCall, TrustModeEvent, read_trace
+from quaere.records import MethodKind
+from quaere.trace import MethodStarted, SessionEnd, SessionStart, ToolCall, TrustModeEvent, read_trace
 
 from .story import DONE, EVAL, KERNELS, TASK
 
@@ -84,7 +85,8 @@ def test_killed_campaign_resumes_and_keeps_its_trace_prefix(tmp_path: Path) -> N
     added = read_trace(trace).events[len(_events_in(before, tmp_path)) :]
     assert isinstance(added[0], SessionEnd) and added[0].session == 1 and added[0].reason == "interrupted"
     assert isinstance(added[1], TrustModeEvent) and added[1].mode == "same_user"  # said again at every run
-    assert isinstance(added[2], SessionStart) and added[2].session == 2
+    assert isinstance(added[2], MethodStarted) and added[2].method is MethodKind.QUESTIONS  # each run says its method
+    assert isinstance(added[3], SessionStart) and added[3].session == 2
     state = load_state(workspace / ".quaere" / "campaign.json")
     assert state.status is CampaignStatus.FINISHED and state.finished_reason == "goal_met"
     assert state.runs == 2 and state.sessions_started == 2 and state.tool_calls == 4

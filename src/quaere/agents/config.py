@@ -13,7 +13,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
+from quaere.methods.settings import TooledSettings
 from quaere.questions.moments import MomentsConfig
+from quaere.records import MethodKind
 
 AgentKind = Literal["claude", "openai", "mini", "scripted"]
 SourceKind = Literal["bank", "human"]
@@ -107,6 +109,10 @@ class CampaignConfig(_Frozen):
     """Backend: claude (Agent SDK), openai (bash-tool loop), scripted (replays a script file)."""
     source: SourceKind = "bank"
     """Where questions come from: the bank's policy, or a person at the terminal."""
+    method: MethodKind = MethodKind.QUESTIONS
+    """What the agent is given besides the evaluator and the goal: questions, tooled, goal-only (docs/methods.md)."""
+    tooled: TooledSettings = TooledSettings()
+    """Settings of the tooled arm (documentation folders, the supervisor's thresholds)."""
     seed: int = 0
     """Seed of the bank's selection policy (same seed, same questions)."""
     budgets: Budgets = Budgets()
@@ -159,8 +165,9 @@ _BUDGET_FLAGS = {
 def apply_flags(config: CampaignConfig, **flags: object) -> CampaignConfig:
     """``config`` with the command-line ``flags`` that were given (not None) applied, validated again.
 
-    Flags: top-level fields (agent, source, seed, script) and the shortcuts ``sessions``,
-    ``max_tool_calls``, ``max_wall_min``, ``max_cost_usd``, ``max_blocks``, ``model``, ``base_url``.
+    Flags: top-level fields (agent, source, method, seed, script), ``docs`` (the tooled arm's folders) and the
+    shortcuts ``sessions``, ``max_tool_calls``, ``max_wall_min``, ``max_cost_usd``, ``max_blocks``, ``model``,
+    ``base_url``.
     """
     given = {k: v for k, v in flags.items() if v is not None}
     data = config.model_dump()
@@ -171,6 +178,8 @@ def apply_flags(config: CampaignConfig, **flags: object) -> CampaignConfig:
     if "base_url" in given:
         url = given.pop("base_url")
         data["claude"]["base_url"] = data["openai"]["base_url"] = data["mini"]["base_url"] = url
+    if "docs" in given:
+        data["tooled"]["docs"] = tuple(Path(d).absolute() for d in given.pop("docs"))
     data.update(given)
     return CampaignConfig.model_validate(data)
 

@@ -16,6 +16,7 @@ from pydantic import ValidationError
 from quaere.agents.base import Agent
 from quaere.agents.bash_tool import RunAs
 from quaere.agents.config import CampaignConfig, config_from_env, config_from_saved
+from quaere.records import MethodKind
 
 
 class WiringError(ValueError):
@@ -41,6 +42,8 @@ class RunRequest:
     max_blocks: int | None = None
     model: str | None = None
     base_url: str | None = None
+    method: MethodKind | None = None
+    docs: tuple[Path, ...] = ()
 
     def flags(self) -> dict[str, object]:
         return {
@@ -53,6 +56,8 @@ class RunRequest:
             "base_url": self.base_url,
             "seed": self.seed,
             "script": self.script,
+            "method": self.method,
+            "docs": self.docs or None,
         }
 
 
@@ -64,6 +69,7 @@ def make_config(request: RunRequest, env: Mapping[str, str]) -> CampaignConfig:
         if request.resume:
             folder = request.workspace or Path(".")
             state = load_state(folder / ".quaere" / "campaign.json")
+            _same_method(folder, state.config, request.method)
             config = config_from_saved(state.config, env, **request.flags())
             return config.model_copy(update={"workspace": folder})
         if not request.task:
@@ -75,6 +81,14 @@ def make_config(request: RunRequest, env: Mapping[str, str]) -> CampaignConfig:
     except ValidationError as exc:
         first = exc.errors()[0]
         raise WiringError(f"setting '{'.'.join(str(p) for p in first['loc'])}': {first['msg']}") from None
+
+
+def _same_method(folder: Path, saved: dict, asked: MethodKind | None) -> None:
+    """A resumed campaign keeps its method: two methods in one trace would compare nothing."""
+    ran = saved.get("method", MethodKind.QUESTIONS.value)
+    if asked is not None and asked.value != ran:
+        raise WiringError(f"{folder}: this campaign runs --method {ran}; it cannot be resumed as --method "
+                          f"{asked.value} (start a new campaign in another folder)")
 
 
 def make_agent(config: CampaignConfig, run_as: RunAs | None = None, user: str | None = None) -> Agent:
@@ -124,6 +138,8 @@ def run_from_cli(request: RunRequest, env: Mapping[str, str]):  # -> quaere.camp
     from quaere.agents.human import terminal_ask
     from quaere.agents.state import StateError
     from quaere.campaign import run_campaign
+    from quaere.methods.arms import make_method
+    from quaere.methods.base import MethodError
     from quaere.serve.deploy import DeployError, strongest
     from quaere.task import TaskError
     from quaere.workspace import WorkspaceError
@@ -136,11 +152,12 @@ def run_from_cli(request: RunRequest, env: Mapping[str, str]):  # -> quaere.camp
         raise WiringError(str(exc)) from None
     run_as = deployment.run_as()
     try:
+        method = make_method(config, env)
         source = make_source(config, terminal_ask(display) if config.source == "human" else None)
         agent = make_agent(config, run_as, deployment.agent.name if deployment.agent else None)
         return run_campaign(config, agent, source, resume=request.resume, display=display, deployment=deployment,
-                            announce=lambda line: print(line, file=sys.stderr, flush=True))
-    except (TaskError, StateError, WorkspaceError) as exc:
+                            announce=lambda line: print(line, file=sys.stderr, flush=True), method=method)
+    except (TaskError, StateError, WorkspaceError, MethodError) as exc:
         raise WiringError(str(exc)) from None
     finally:
         deployment.close()

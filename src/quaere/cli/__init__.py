@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import typer
 
-from quaere.cli import bank_cmd, eval_cmd, hooks_cmd, report_cmd, run_cmd, serve_cmd, task_cmd
+from quaere.cli import bank_cmd, eval_cmd, hooks_cmd, report_cmd, run_cmd, serve_cmd, task_cmd, tool_cmd
 
 app = typer.Typer(
     name="quaere",
@@ -31,5 +31,5 @@ def version() -> None:
     typer.echo(__version__)
 
 
-for _module in (eval_cmd, bank_cmd, hooks_cmd, run_cmd, report_cmd, serve_cmd, task_cmd):
+for _module in (eval_cmd, bank_cmd, hooks_cmd, run_cmd, report_cmd, serve_cmd, task_cmd, tool_cmd):
     _module.register(app)

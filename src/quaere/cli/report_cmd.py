@@ -17,21 +17,32 @@ def _fail(message: str, code: int = 2) -> typer.Exit:
 
 
 def report(
-    workspace: Annotated[Path, typer.Argument(help="Workspace folder (or any folder inside it).")] = Path("."),
+    workspaces: Annotated[list[Path] | None, typer.Argument(
+        metavar="[WORKSPACE]... ", help="Workspace folder (default: here); two or more: compare those campaigns.")
+    ] = None,
     html: Annotated[Path | None, typer.Option("--html", help="Also write a self-contained HTML page here.")] = None,
     k: Annotated[int, typer.Option("--k", min=1, help="Evaluations after a question that count as its gain.")] = (
         DEFAULT_K
     ),
 ) -> None:
-    """Figures of a campaign: best ratio over time, tool calls per question, churn, gains after questions."""
+    """Figures of a campaign: best ratio over time, tool calls per question, churn, gains after questions.
+
+    With two or more workspaces (quaere report A B C): the campaigns side by side (best ratio over time and
+    over tool calls, tool calls per gain, churn, evaluations, wall time, the final per-configuration table).
+    """
     from rich.console import Console
 
     from quaere.report.inputs import bank_catalog, load_report
     from quaere.report.terminal import print_summary
     from quaere.workspace import WorkspaceError, open_workspace
 
+    folders = workspaces or [Path(".")]
+    if len(folders) > 1:
+        from quaere.cli.compare_cmd import compare
+
+        return compare(folders, html)
     try:
-        ws = open_workspace(workspace)
+        ws = open_workspace(folders[0])
     except WorkspaceError as exc:
         raise _fail(str(exc)) from None
     catalog, notes = bank_catalog()
@@ -75,8 +86,9 @@ def verify(
     rerun: Annotated[bool, typer.Option("--rerun/--no-rerun", help="Re-run the evaluator on the final kernel.")] = True,
 ) -> None:
     """Re-check every hash of the bundle's manifest; re-run the evaluator on the final kernel where it can run."""
+    from quaere.report.method_check import check_bundle_method
     from quaere.report.rerun import QuaereEvaluator
-    from quaere.report.verify import BundleError, RerunStatus, check_manifest, rerun_final_kernel
+    from quaere.report.verify import BundleError, RerunStatus, check_manifest, read_manifest, rerun_final_kernel
 
     try:
         findings = check_manifest(bundle)
@@ -87,6 +99,12 @@ def verify(
     if findings:
         raise typer.Exit(1)
     typer.echo("manifest: every file matches its sha256")
+    method, method_findings = check_bundle_method(bundle, read_manifest(bundle))
+    for item in method_findings:
+        typer.echo(f"{item.issue.value}: {item.detail}", err=True)
+    if method_findings:
+        raise typer.Exit(1)
+    typer.echo(f"method: {method or 'not recorded (a campaign from before methods)'}, as the trace records it")
     if not rerun:
         return
     outcome = rerun_final_kernel(bundle, QuaereEvaluator())

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import typer
 
+from quaere.records import MethodKind
+
 RUN_HELP = """Run a campaign: a coding agent optimizes the task's kernel over many sessions, asked short
 questions at key moments, stopped only when the goal holds or a budget is spent.
 
@@ -26,8 +28,23 @@ Backends:
   mini      mini-swe-agent, any model litellm reaches (--model openai/NAME --base-url URL; pip install mini-swe-agent)
   scripted  replays a JSON list of actions (--script FILE): demos and tests
 
+\b
+Methods (same backend, evaluator, goal and budgets; see docs/methods.md):
+  questions  short questions at the five moments (default)
+  tooled     AVO-style tools run as `quaere tool ...` (profile, search, lessons, lineage) and a loop supervisor
+  goal-only  the Stop hook and nothing else: the control
+
 Interrupted (Ctrl-C, a crash, a killed machine)? `quaere run --resume --workspace DIR` carries on;
 nothing already in the trace is rewritten."""
+
+
+def _method(value: str) -> MethodKind:
+    try:
+        return MethodKind(value)
+    except ValueError:
+        expected = ", ".join(m.value for m in MethodKind)
+        typer.echo(f"quaere run: unknown method '{value}'; expected {expected}", err=True)
+        raise typer.Exit(2) from None
 
 
 def register(app: typer.Typer) -> None:
@@ -57,6 +74,11 @@ def run(
     seed: int | None = typer.Option(None, "--seed", help="Seed of the bank's question policy."),
     resume: bool = typer.Option(False, "--resume", help="Carry on the campaign in --workspace from .quaere/."),
     live: bool = typer.Option(True, "--live/--no-live", help="Show the live view (rich)."),
+    method: MethodKind | None = typer.Option(
+        None, "--method", parser=_method, metavar="questions|tooled|goal-only",
+        help="What the agent is given (default questions; a resume keeps the campaign's).",
+    ),
+    docs: list[Path] | None = typer.Option(None, "--docs", help="A documentation folder for --method tooled."),
 ) -> None:
     from quaere.agents.wiring import RunRequest, WiringError, run_from_cli
 
@@ -76,6 +98,8 @@ def run(
         max_blocks=max_blocks,
         model=model,
         base_url=base_url,
+        method=method,
+        docs=tuple(docs or ()),
     )
     try:
         result = run_from_cli(request, dict(os.environ))

@@ -6,14 +6,16 @@ from collections.abc import Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict
 
-from quaere.records import Evaluation
+from quaere.records import Evaluation, MethodKind
 from quaere.report.attribution import Attribution, attribution
 from quaere.report.churn import Churn, churn_of_campaign
 from quaere.report.counts import QuestionCounts, StopCounts, question_counts, stop_counts
 from quaere.report.final_table import FinalTable, NoFinalEvaluation, final_table
+from quaere.report.method_check import recorded_method, recorded_tools
 from quaere.report.pacing import Pacing, tool_calls_per_question
 from quaere.report.progress import ProgressPoint, best_ratio_over_time
 from quaere.report.questions import AskedQuestion, Catalog, asked_questions, unknown_entries
+from quaere.trace import ToolState
 
 DEFAULT_K = 3
 
@@ -31,6 +33,10 @@ class CampaignReport(BaseModel):
     final: FinalTable | None
     """None when the ledger holds no evaluation of the final candidate (said in ``problems``)."""
     problems: tuple[str, ...]
+    method: MethodKind | None = None
+    """The method the trace records (None: a trace from before methods were recorded)."""
+    tools: tuple[ToolState, ...] = ()
+    """The tooled arm's tools as the machine had them (a missing profiler is said here)."""
 
 
 def build_report(
@@ -70,4 +76,6 @@ def build_report(
         stops=stop_counts(events),
         final=final,
         problems=tuple(notes),
+        method=recorded_method(events),
+        tools=recorded_tools(events),
     )

@@ -2,7 +2,7 @@
 
 Layout of a bundle (every path relative to its root)::
 
-    manifest.json            sha256 of every other file, the tool version, the task, the final hash
+    manifest.json            sha256 of every other file, the tool version, the task, the final hash, the method
     tool.json                {"quaere_version": ...}
     kernel/<candidate>       the final kernel (the final candidate's source, byte for byte)
     candidates/<sha><sfx>    every candidate version the evaluator saw (for re-checking churn)
@@ -31,6 +31,7 @@ from quaere import __version__
 from quaere.jsonl import read_lines
 from quaere.report.campaign_report import DEFAULT_K
 from quaere.report.inputs import CampaignInputs, load_inputs, load_report
+from quaere.report.method_check import recorded_method
 from quaere.report.questions import Catalog
 from quaere.report.secrets import redact_data
 from quaere.task.loader import resolve_task_folder
@@ -113,6 +114,7 @@ def _fill(root: Path, workspace: Workspace, catalog: Catalog, secrets: Mapping[s
         "task": workspace.task,
         "candidate_name": workspace.candidate_name,
         "final_candidate_hash": inputs.final_hash,
+        "method": method.value if (method := recorded_method(inputs.events)) is not None else None,
     }
 
 

@@ -13,7 +13,7 @@ from quaere.report import formatting as fmt
 from quaere.report.attribution import GainGroup, QuestionGain
 from quaere.report.campaign_report import CampaignReport
 
-_STYLE = """
+STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em; color: #222; max-width: 1100px; }
 table { border-collapse: collapse; margin: 0.5em 0 1.5em; font-size: 0.9em; }
 th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: left; vertical-align: top; }
@@ -23,7 +23,7 @@ img.plot { max-width: 100%; border: 1px solid #ddd; }
 """
 
 
-def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], numeric: range | None = None) -> str:
+def table(headers: Sequence[str], rows: Sequence[Sequence[str]], numeric: range | None = None) -> str:
     """An escaped table; columns in ``numeric`` (default: all but the first) are right-aligned."""
     numeric = numeric if numeric is not None else range(1, len(headers))
     head = "".join(f"<th>{escape(h)}</th>" for h in headers)
@@ -40,6 +40,8 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], numeric: range
 def _summary(report: CampaignReport) -> str:
     best = report.progress[-1].best_geomean if report.progress else None
     rows = [
+        ("method", report.method.value if report.method else "not recorded"),
+        *((f"tool: {t.name}", ("" if t.available else "ABSENT: ") + t.detail) for t in report.tools),
         ("evaluations", str(len(report.progress))),
         ("best geomean (correct candidates)", fmt.ratio(best)),
         ("tool calls", str(report.pacing.total_tool_calls)),
@@ -51,7 +53,7 @@ def _summary(report: CampaignReport) -> str:
         ("stop attempts / blocked / allowed",
          f"{report.stops.attempts} / {report.stops.blocked} / {report.stops.allowed}"),
     ]
-    return _table(("figure", "value"), rows)
+    return table(("figure", "value"), rows)
 
 
 def _final(report: CampaignReport) -> str:
@@ -68,12 +70,12 @@ def _final(report: CampaignReport) -> str:
     status = "correct" if final.correct else f"NOT correct (failing: {', '.join(final.failing) or 'build/audit'})"
     intro = (f"<p>Candidate <code>{escape(fmt.short_hash(final.candidate_hash))}</code>: {escape(status)}, "
              f"{final.passed}/{final.total} correctness scenarios passed.</p>")
-    return intro + _table(headers, rows)
+    return intro + table(headers, rows)
 
 
 def _groups(groups: Sequence[GainGroup], title: str) -> str:
     rows = [(g.name, str(g.questions), str(g.with_gain), fmt.gain(g.total_gain), fmt.gain(g.mean_gain)) for g in groups]
-    return _table((title, "questions", "with gain", "total gain", "mean gain"), rows)
+    return table((title, "questions", "with gain", "total gain", "mean gain"), rows)
 
 
 def _gains(gains: Sequence[QuestionGain]) -> str:
@@ -82,7 +84,7 @@ def _gains(gains: Sequence[QuestionGain]) -> str:
          fmt.ratio(g.best_before), fmt.ratio(g.best_after), fmt.gain(g.gain), g.question.text)
         for g in gains
     ]
-    return _table(("#", "kind", "group", "moment", "best before", "best after", "gain", "question"), rows,
+    return table(("#", "kind", "group", "moment", "best before", "best after", "gain", "question"), rows,
                   numeric=range(4, 7))
 
 
@@ -91,7 +93,7 @@ def _counts(report: CampaignReport) -> str:
     moments = sorted(counts.by_moment)
     rows = [[group] + [str(cells.get(m, 0)) for m in moments] + [str(counts.by_group[group])]
             for group, cells in counts.by_group_and_moment.items()]
-    return _table(["group"] + moments + ["total"], rows)
+    return table(["group"] + moments + ["total"], rows)
 
 
 def render_html(report: CampaignReport, plot_png: bytes | None) -> str:
@@ -105,7 +107,7 @@ def render_html(report: CampaignReport, plot_png: bytes | None) -> str:
     problems = "".join(f"<li>{escape(p)}</li>" for p in report.problems)
     parts = [
         f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{escape(report.title)}</title>",
-        f"<style>{_STYLE}</style></head><body><h1>{escape(report.title)}</h1>",
+        f"<style>{STYLE}</style></head><body><h1>{escape(report.title)}</h1>",
         _summary(report),
         plot,
         "<h2>Final candidate per scenario</h2>", _final(report),

@@ -40,6 +40,10 @@ def print_summary(report: CampaignReport, console: Console) -> None:
     """Print the headline figures, the final table and the attribution table to ``console``."""
     best = report.progress[-1].best_geomean if report.progress else None
     console.print(f"[bold]{escape(report.title)}[/bold]")
+    console.print(f"method: {report.method.value if report.method else 'not recorded'}")
+    for tool in report.tools:
+        if not tool.available:
+            console.print(f"[yellow]tool {escape(tool.name)} absent:[/yellow] {escape(tool.detail)}")
     console.print(
         f"evaluations {len(report.progress)}, best geomean {fmt.ratio(best)}, tool calls "
         f"{report.pacing.total_tool_calls}, questions {report.question_counts.total}"
