@@ -13,11 +13,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
+from quaere.questions.sources import ChosenQuestion, NoQuestion
 from quaere.records import MethodKind, Moment
 
 if TYPE_CHECKING:
     from quaere.agents.base import HookSet
-    from quaere.hooks import HookDeps, PickedQuestion
+    from quaere.hooks.handlers import HookDeps
     from quaere.trace import TraceEvent, TraceWriter
     from quaere.workspace import Workspace
 
@@ -51,8 +52,8 @@ class Method(Protocol):
 class NoQuestions:
     """A question picker that never asks: not even a question a person queued with ``quaere ask``."""
 
-    def pick(self, moment: Moment, evidence: str) -> PickedQuestion | None:
-        return None
+    def pick(self, moment: Moment, evidence: str) -> ChosenQuestion | NoQuestion:
+        return NoQuestion(moment=moment, reason="this method asks no questions")
 
 
 class NoMoments:
