@@ -78,6 +78,7 @@ class Verdict(str, Enum):
     TAMPERED = "tampered"  # the runner's replies contradict what the judge itself observed
     HARNESS_WEAK = "harness_weak"  # a null candidate would pass this scenario: the check proves nothing
     HARNESS_ERROR = "harness_error"  # quaere itself failed; never counted as a pass
+    RUNNER_LOST = "runner_lost"  # the pool's judge (its actor or node) was lost, and no other took the scenario
     NOT_RUN = "not_run"  # no device: nothing was executed
 
     @property
@@ -111,6 +112,7 @@ class TimingStatus(str, Enum):
     FAILED = "failed"  # crashed, hung, wrong output while timed
     HIDDEN_WORK = "hidden_work"  # work outside the timed interval (another stream, or a forged claim)
     INPUTS_MEMOIZED = "inputs_memoized"  # a timed output repeats an earlier repetition's: work was skipped
+    RUNNER_LOST = "runner_lost"  # the pool's judge (its actor or node) was lost, and no other timed it
 
 
 class Timing(Record):
@@ -129,6 +131,14 @@ class Timing(Record):
     detail: str = ""
 
 
+class Placement(Record):
+    """Where one benchmark configuration was timed: every implementation of it, interleaved, on this device."""
+
+    worker: str = Field(default="local", description="'local' (this process tree) or the pool actor's name.")
+    node: str = Field(default="", description="Host name, or the Ray node's address.")
+    device: str = Field(default="", description="'cpu', or the GPU: its index on the node (and name).")
+
+
 class BenchmarkResult(Record):
     """All implementations timed on one benchmark scenario, interleaved in the same run."""
 
@@ -137,6 +147,7 @@ class BenchmarkResult(Record):
     bound_ms: float = Field(description="Roofline floor: max(flops / matrix rate, bytes / bandwidth).")
     timings: tuple[Timing, ...]
     suspect: bool = Field(default=False, description="The candidate ran faster than the roofline floor.")
+    placement: Placement = Field(default_factory=Placement, description="Which worker and device timed it.")
 
     def timing(self, impl: str) -> Timing | None:
         return next((t for t in self.timings if t.impl == impl), None)
@@ -217,6 +228,13 @@ class Evaluation(Record):
 
     def failing(self) -> list[ScenarioVerdict]:
         return [v for v in self.correctness if not v.verdict.passed]
+
+    @property
+    def lost(self) -> bool:
+        """Some scenario or configuration has no result: its pool judge was lost (the record is incomplete)."""
+        return any(v.verdict is Verdict.RUNNER_LOST for v in self.correctness) or any(
+            t.status is TimingStatus.RUNNER_LOST for b in self.benchmarks for t in b.timings
+        )
 
 
 class Moment(str, Enum):
