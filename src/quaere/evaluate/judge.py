@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import signal
 import sys
 import traceback
 from pathlib import Path
@@ -40,6 +41,7 @@ from quaere.evaluate.judge_time import time_scenario
 from quaere.evaluate.shared import BufferPool, allocator_for
 from quaere.task.loader import load_task
 
+PR_SET_PDEATHSIG = 1
 PR_SET_DUMPABLE = 4
 
 
@@ -107,7 +109,11 @@ def serve(requests: BinaryIO, replies: BinaryIO) -> None:
 
 
 def main() -> None:
-    ctypes.CDLL(None).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    libc = ctypes.CDLL(None)
+    libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    # Die with the process that started it (a pool actor killed mid-request, or quaere eval): a judge left
+    # timing on a GPU would disturb the next judge Ray puts there. Its runners die with it in turn.
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     sys.stdout.flush()
     replies = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # stray prints land in stderr, never in the protocol
