@@ -58,12 +58,13 @@ def record_evaluation(
     evaluate: Evaluate,
     progress: Progress | None = None,
 ) -> EvaluationEntry:
-    """Run ``evaluate`` and sign its evaluation into ``store``: full only on the pinned task with full options."""
+    """Run ``evaluate`` and sign its evaluation into ``store``: full only on the pinned task with full options,
+    and only when nothing of it was lost with a pool's judge."""
     identity = identity_of(task)
     pinned = identity.sha256 == registration.task.sha256
     identity = registration.task if pinned else identity  # the store's copy is named as it was pinned
-    kind, reasons = classify(options, pinned)
     evaluation = evaluate(task, candidate, options, progress)
+    kind, reasons = classify(options, pinned, evaluation)
     return store.append(
         registration.workspace_id,
         lambda sequence: EvaluationEntry(

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import ray
@@ -63,6 +63,8 @@ class PoolRun:
         self.actors, self.bundle, self.key, self.job = actors, bundle, key, job
         self.reports: list[SessionReport] = []
         self.served: set[str] = set()
+        self.incidents: list[str] = []
+        """What the record must say about the pool's faults during this evaluation."""
 
     def check(self, scenarios: Sequence[Scenario], progress: Progress) -> tuple[ScenarioVerdict, ...]:
         progress.begin("correctness", len(scenarios))
@@ -113,7 +115,8 @@ class PoolRun:
         return tuple(results[i] for i in sorted(results))
 
     def report(self) -> SessionReport:
-        return merge_reports(self.reports)
+        merged = merge_reports(self.reports)
+        return replace(merged, notes=(*merged.notes, *self.incidents))
 
     def release(self) -> None:
         """Close this evaluation's judges on every actor that served it (a dead one has none left)."""
@@ -154,6 +157,9 @@ class PoolRun:
             except RayActorError as exc:
                 unit.attempts += 1
                 unit.lost_on.append(name)
+                again = "given to another judge" if unit.attempts < MAX_ATTEMPTS else "runner_lost"
+                self.incidents.append(f"pool: judge {name} was lost with {len(unit.scenarios)} scenario(s) "
+                                      f"in hand ({type(exc).__name__}); {again}")
                 rejoining[self.actors[name].describe.options(concurrency_group="probe").remote()] = name
                 if unit.attempts < MAX_ATTEMPTS:
                     queue.appendleft(unit)

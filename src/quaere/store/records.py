@@ -39,6 +39,7 @@ class PartialReason(str, Enum):
     NO_CORRECTNESS = "no_correctness"  # the correctness scenarios were not run
     NO_DEVICE = "no_device"  # --no-device: build and audit only
     OTHER_TASK = "other_task"  # --task named another task than the one pinned at `quaere init`
+    RUNNER_LOST = "runner_lost"  # the evaluation pool lost a judge: some scenario or configuration has no result
 
 
 class Starter(str, Enum):
