@@ -34,6 +34,9 @@ def eval_command(
                             "(a partial run).")] = False,
     no_device: Annotated[bool, typer.Option("--no-device", help="Build and audit only (a partial run).")] = False,
     all_rows: Annotated[bool, typer.Option("--all", help="List passed scenarios too when there are many.")] = False,
+    pool: Annotated[str | None, typer.Option("--pool", envvar="QUAERE_POOL", help="Spread the judge work over an "
+                    "evaluation pool on Ray: local, local:N (N judges here) or a Ray cluster's address "
+                    "(docs/cluster.md; pip install 'quaere[cluster]').")] = None,
 ) -> None:
     """Build, audit, check every correctness scenario and time the benchmark set; sign it into the store.
 
@@ -44,6 +47,7 @@ def eval_command(
 
     from quaere.evaluate import ScenariosFileError
     from quaere.evaluate.display import RichProgress, render
+    from quaere.evaluate.pool import PoolError, evaluation_pool
     from quaere.recording import EvalRequest, describe_entry
     from quaere.serve.access import EvalCommandError, run_eval_command
     from quaere.store import Store, default_store_root
@@ -53,12 +57,13 @@ def eval_command(
     store = Store(default_store_root(os.environ))
     console = Console(stderr=as_json)
     try:
-        if as_json:
-            done = run_eval_command(request, store, Path.cwd(), None)
-        else:
-            with RichProgress(console) as progress:
-                done = run_eval_command(request, store, Path.cwd(), progress)
-    except (ScenariosFileError, EvalCommandError) as exc:
+        with evaluation_pool(pool) as evaluate:
+            if as_json:
+                done = run_eval_command(request, store, Path.cwd(), None, evaluate)
+            else:
+                with RichProgress(console) as progress:
+                    done = run_eval_command(request, store, Path.cwd(), progress, evaluate)
+    except (ScenariosFileError, EvalCommandError, PoolError) as exc:
         _fail(str(exc))
     evaluation = done.evaluation
     if as_json:

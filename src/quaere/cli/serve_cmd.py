@@ -18,19 +18,26 @@ def serve(
         TrustMode.SEPARATE_USER, "--trust-mode",
         help="What the records claim: separate_user when this runs as a user of its own (the point of the service).",
     ),
+    pool: str | None = typer.Option(None, "--pool", envvar="QUAERE_POOL", help="Evaluate on an evaluation pool "
+                                    "on Ray: local, local:N or a Ray cluster's address (docs/cluster.md)."),
 ) -> None:
     """Evaluate candidates sent by `quaere eval` clients and sign the records into the store.
 
     Run it as a dedicated user that alone can write STORE; `quaere run` as root does this itself.
     """
-    from quaere.evaluate import run_evaluation
+    from quaere.evaluate.pool import PoolError, evaluation_pool
     from quaere.serve.server import serve as run_server
     from quaere.store import Store
 
     # A plain SIGTERM must still remove service.json and the socket: turn it into a normal exit.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     typer.echo(f"quaere serve: store {store}, socket {socket_path}, trust mode {trust_mode.value}", err=True)
-    run_server(Store(store, trust_mode), socket_path, run_evaluation)
+    try:
+        with evaluation_pool(pool) as evaluate:
+            run_server(Store(store, trust_mode), socket_path, evaluate)
+    except PoolError as exc:
+        typer.echo(f"quaere serve: {exc}", err=True)
+        raise typer.Exit(2) from None
 
 
 def register(app: typer.Typer) -> None:

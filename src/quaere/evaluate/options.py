@@ -94,6 +94,16 @@ def process_environment() -> dict[str, str]:
     return dict(os.environ)
 
 
+POOL_ENV = "QUAERE_POOL"
+"""The evaluation pool of a process given no ``--pool`` (see :mod:`quaere.evaluate.pool`); ``quaere run
+--parallel`` sets it for its campaigns, so the agents' ``quaere eval`` and the goal's confirmations share it."""
+
+
+def pool_setting() -> str | None:
+    """``$QUAERE_POOL`` when set and not empty: the pool this process's evaluations use."""
+    return os.environ.get(POOL_ENV) or None
+
+
 def cuda_visible_devices() -> str | None:
     """``$CUDA_VISIBLE_DEVICES`` as set (None when unset): which GPU the worker's device 0 is."""
     return os.environ.get("CUDA_VISIBLE_DEVICES")

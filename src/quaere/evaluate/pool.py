@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import importlib.util
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -29,11 +31,6 @@ if TYPE_CHECKING:
     from quaere.evaluate.pool_ray import RayPool
     from quaere.evaluate.run import Progress
     from quaere.recording import Evaluate
-
-POOL_ENV = "QUAERE_POOL"
-"""The pool a process's evaluations use when it is given no ``--pool`` (set by ``quaere run --parallel``
-for its campaigns, so the agents' ``quaere eval`` and the goal's confirmations share the pool)."""
-
 
 class PoolError(RuntimeError):
     """The pool cannot be used: Ray missing, a malformed setting, no judge reachable. Says which and why."""
@@ -118,3 +115,14 @@ def pooled_evaluate(setting: str | None) -> Evaluate:
     if not setting:
         return run_evaluation
     return PoolEvaluate(PoolSpec.parse(setting))
+
+
+@contextmanager
+def evaluation_pool(setting: str | None) -> Iterator[Evaluate]:
+    """:func:`pooled_evaluate` for one command: a pool it started is closed (its actors killed) at the end."""
+    evaluate = pooled_evaluate(setting)
+    try:
+        yield evaluate
+    finally:
+        if isinstance(evaluate, PoolEvaluate):
+            evaluate.close()

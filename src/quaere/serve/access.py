@@ -15,6 +15,7 @@ from quaere.evaluate.run import Progress
 from quaere.goal_source import Confirmer
 from quaere.recording import (
     EvalRequest,
+    Evaluate,
     LocalConfirmer,
     evaluate_in_workspace,
     evaluate_outside_workspace,
@@ -49,10 +50,12 @@ def service_of(store: Store) -> ServiceClient | None:
     return ServiceClient(Path(info.socket)) if info is not None else None
 
 
-def _evaluate_here():
-    from quaere.evaluate import run_evaluation
+def _evaluate_here() -> Evaluate:
+    """``run_evaluation`` in this process, on the pool ``QUAERE_POOL`` names when it is set."""
+    from quaere.evaluate.options import pool_setting
+    from quaere.evaluate.pool import pooled_evaluate
 
-    return run_evaluation
+    return pooled_evaluate(pool_setting())
 
 
 def _default_task() -> str:
@@ -61,8 +64,13 @@ def _default_task() -> str:
     return default_task_name(gpu_present())
 
 
-def run_eval_command(request: EvalRequest, store: Store, cwd: Path, progress: Progress | None) -> EvalDone:
-    """Everything ``quaere eval`` does after parsing; :class:`EvalCommandError` for what it refuses."""
+def run_eval_command(request: EvalRequest, store: Store, cwd: Path, progress: Progress | None,
+                     evaluate: Evaluate | None = None) -> EvalDone:
+    """Everything ``quaere eval`` does after parsing; :class:`EvalCommandError` for what it refuses.
+
+    ``evaluate`` runs the evaluation here (default: :func:`_evaluate_here`); with an evaluator service the
+    service evaluates, on whatever pool it was started with."""
+    evaluate = evaluate or _evaluate_here()
     try:
         workspace = open_workspace(cwd)
     except WorkspaceError as exc:
@@ -74,11 +82,11 @@ def run_eval_command(request: EvalRequest, store: Store, cwd: Path, progress: Pr
         raise EvalCommandError(f"{candidate}: no such candidate file")
     try:
         if workspace is None:
-            evaluation, ledger = evaluate_outside_workspace(request, cwd, _default_task(), _evaluate_here(), progress)
+            evaluation, ledger = evaluate_outside_workspace(request, cwd, _default_task(), evaluate, progress)
             return EvalDone(evaluation, None, ledger)
         client = service_of(store)
         if client is None:
-            entry = evaluate_in_workspace(store, workspace, request, _evaluate_here(), cwd, progress)
+            entry = evaluate_in_workspace(store, workspace, request, evaluate, cwd, progress)
         else:
             entry = evaluate_by_service(client, store, workspace, request, cwd)
     except (StoreError, TaskError, ServiceError) as exc:
