@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from quaere.records import MethodKind
+
+if TYPE_CHECKING:
+    from quaere.agents.wiring import RunRequest
+    from quaere.campaign import CampaignResult
 
 RUN_HELP = """Run a campaign: a coding agent optimizes the task's kernel over many sessions, asked short
 questions at key moments, stopped only when the goal holds or a budget is spent.
@@ -35,7 +42,12 @@ Methods (same backend, evaluator, goal and budgets; see docs/methods.md):
   goal-only  the Stop hook and nothing else: the control
 
 Interrupted (Ctrl-C, a crash, a killed machine)? `quaere run --resume --workspace DIR` carries on;
-nothing already in the trace is rewritten."""
+nothing already in the trace is rewritten.
+
+\b
+Many GPUs (docs/cluster.md; pip install 'quaere[cluster]'):
+  --pool local:N      evaluate on N judges of this machine, one per GPU (or a Ray cluster's address)
+  --parallel N        N campaigns at once in --workspace/campaign-<i>, sharing the pool"""
 
 
 def _method(value: str) -> MethodKind:
@@ -79,6 +91,9 @@ def run(
         help="What the agent is given (default questions; a resume keeps the campaign's).",
     ),
     docs: list[Path] | None = typer.Option(None, "--docs", help="A documentation folder for --method tooled."),
+    parallel: int = typer.Option(1, "--parallel", min=1, help="Campaigns at once, in --workspace/campaign-<i>."),
+    pool: str | None = typer.Option(None, "--pool", envvar="QUAERE_POOL", help="Evaluation pool: local, local:N "
+                                    "or a Ray cluster's address (docs/cluster.md)."),
 ) -> None:
     from quaere.agents.wiring import RunRequest, WiringError, run_from_cli
 
@@ -101,8 +116,12 @@ def run(
         method=method,
         docs=tuple(docs or ()),
     )
+    if parallel > 1:
+        _run_parallel(request, parallel, pool)
+        return
     try:
-        result = run_from_cli(request, dict(os.environ))
+        with _campaign_pool(request, pool):
+            result = run_from_cli(request, dict(os.environ))
     except WiringError as exc:
         typer.echo(f"quaere run: {exc}", err=True)
         raise typer.Exit(2) from None
@@ -113,10 +132,56 @@ def run(
         raise typer.Exit(130) from None
     if result.reason == "error" and result.detail:
         typer.echo(f"quaere run: the agent failed: {result.detail.splitlines()[0]}", err=True)
-    typer.echo(
+    typer.echo(_ended(result))
+    raise typer.Exit(0 if result.reason != "error" else 1)
+
+
+def _ended(result: CampaignResult) -> str:
+    return (
         f"campaign ended: {result.reason} after {result.sessions} sessions, {result.tool_calls} tool calls, "
         f"{result.wall_s / 60:.1f} min"
         + (f", ${result.cost_usd:.2f}" if result.cost_usd else "")
         + f"; trace in {result.workspace / '.quaere' / 'trace.jsonl'}"
     )
-    raise typer.Exit(0 if result.reason != "error" else 1)
+
+
+@contextmanager
+def _campaign_pool(request: RunRequest, pool: str | None) -> Iterator[None]:
+    """One campaign on ``pool``: its processes (the agent's ``quaere eval``, the hooks) find it in
+    ``QUAERE_POOL``, set here at the entry point for every child."""
+    if not pool:
+        yield
+        return
+    from quaere.agents.wiring import WiringError
+    from quaere.campaigns import campaign_pool, task_device
+    from quaere.evaluate.pool import PoolError
+    from quaere.task import TaskError
+
+    try:
+        with campaign_pool(pool, task_device(request, os.environ)) as pool_env:
+            os.environ.update(pool_env)
+            yield
+    except (PoolError, TaskError) as exc:
+        raise WiringError(str(exc)) from None
+
+
+def _run_parallel(request: RunRequest, count: int, pool: str | None) -> None:
+    from quaere.agents.wiring import WiringError
+    from quaere.campaigns import ParallelError, run_parallel, task_device
+    from quaere.evaluate.pool import PoolError
+    from quaere.task import TaskError
+
+    try:
+        outcomes = run_parallel(request, count, pool, dict(os.environ), task_device(request, os.environ))
+    except (ParallelError, PoolError, TaskError, WiringError) as exc:
+        typer.echo(f"quaere run: {exc}", err=True)
+        raise typer.Exit(2) from None
+    except KeyboardInterrupt:
+        typer.echo(f"quaere run: interrupted; carry on with `quaere run --resume --parallel {count} "
+                   f"--workspace {request.workspace or '.'}`", err=True)
+        raise typer.Exit(130) from None
+    for outcome in outcomes:
+        line = _ended(outcome.result) if outcome.result else f"campaign failed: {outcome.error}"
+        typer.echo(f"{outcome.workspace.name}: {line} (log {outcome.log})")
+    failed = any(o.result is None or o.result.reason == "error" for o in outcomes)
+    raise typer.Exit(1 if failed else 0)

@@ -33,6 +33,7 @@ NAMESPACE = "quaere"
 READY_TIMEOUT_S = 300.0
 """How long the pool waits for its actors to start (a Ray worker, quaere's imports) before going on
 without the ones that did not."""
+AUTH_ENV = ("RAY_AUTH_MODE",)
 CLUSTER_POOL = "cluster"
 """The pool id of judges started on a running cluster: detached, they stay until ``ray stop``."""
 
@@ -141,6 +142,12 @@ class RayPool:
     def address(self) -> str:
         """The cluster's address, for processes that should join this pool (``QUAERE_POOL``)."""
         return ray.get_runtime_context().gcs_address
+
+    def client_env(self) -> dict[str, str]:
+        """What a process started from here needs besides the address to join: Ray's authentication mode,
+        which ``ray.init`` set in this process's environment when it started the cluster (the token itself
+        stays in the user's ``~/.ray``)."""
+        return {key: os.environ[key] for key in AUTH_ENV if key in os.environ}
 
     def probe(self, device: str) -> DeviceProbe:
         if device != self.device:
