@@ -128,3 +128,23 @@ def test_more_gpu_judges_than_gpus_is_refused_by_name(ray_session: str) -> None:
     gpus = int(ray.cluster_resources().get("GPU", 0))
     with pytest.raises(PoolError, match=f"local:{gpus + 1}: this machine has {gpus} GPU"):
         start_pool(PoolSpec(size=gpus + 1), "cuda")
+
+
+def test_the_dlopen_guard_is_read_where_the_judge_ran(cpu_pool: RayPool, softmax: Task, pool_cache: Path,
+                                                      tmp_path: Path) -> None:
+    """With cuBLAS banned, each actor's runners run under the guard and its findings come back in the record."""
+    import shutil
+
+    from quaere.task.loader import load_task
+
+    folder = tmp_path / "banned"
+    shutil.copytree(softmax.folder, folder)
+    toml = folder / "task.toml"
+    toml.write_text(toml.read_text().replace("banned = []", 'banned = ["cublas"]'))
+    scenarios = tmp_path / "scenarios.json"
+    scenarios.write_text(json.dumps([s.model_dump() for s in softmax.module.correctness_scenarios()[:4]]))
+    options = EvalOptions(seed=SEED, benchmark=False, scenarios_file=scenarios, cache_dir=pool_cache)
+    loader = run_evaluation(load_task(str(folder)), CANDIDATES / "dlopens_cublas.cpp", options, executor=cpu_pool)
+
+    assert {v.verdict for v in loader.correctness} == {Verdict.BANNED_AT_RUNTIME}
+    assert "runtime_dlopen" in {f.rule for f in loader.audit}
