@@ -19,6 +19,7 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
+from quaere.evaluate.judging import Device
 from quaere.evaluate.options import POOL_ENV
 from quaere.evaluate.pool import PoolError, PoolSpec, open_pool
 from quaere.workspace import STATE_DIR
@@ -79,7 +80,7 @@ def _campaign_process(request: RunRequest, env: dict[str, str], log: Path) -> Ca
     return run_from_cli(request, env)
 
 
-def _pool_setting(pool: str | None, device: str) -> tuple[str | None, RayPool | None]:
+def _pool_setting(pool: str | None, device: Device) -> tuple[str | None, RayPool | None]:
     """What the campaigns get as ``QUAERE_POOL``, and the pool started here (closed by the caller)."""
     if not pool:
         if device == "cuda":
@@ -103,7 +104,7 @@ def task_device(request: RunRequest, env: Mapping[str, str]) -> str:
 
 
 @contextmanager
-def campaign_pool(pool: str | None, device: str) -> Iterator[dict[str, str]]:
+def campaign_pool(pool: str | None, device: Device) -> Iterator[dict[str, str]]:
     """What a campaign's processes need in their environment to share the pool while the context lasts:
     ``QUAERE_POOL`` (and Ray's authentication mode for a local pool, started here and stopped at the end);
     nothing without a pool."""
@@ -117,7 +118,7 @@ def campaign_pool(pool: str | None, device: str) -> Iterator[dict[str, str]]:
 
 
 def run_parallel(request: RunRequest, count: int, pool: str | None, env: Mapping[str, str],
-                 device: str) -> list[CampaignOutcome]:
+                 device: Device) -> list[CampaignOutcome]:
     """Run ``count`` campaigns of ``request`` at once, sharing ``pool``; each outcome in campaign order.
 
     ``device`` is the task's ('cpu' or 'cuda'). Raises :class:`ParallelError` (or ``PoolError``) before

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from quaere.evaluate.device import DeviceProbe, probe_device
-from quaere.evaluate.judging import JudgeJob, JudgeSession, SessionReport, check_scenarios
+from quaere.evaluate.judging import Device, JudgeJob, JudgeSession, SessionReport, check_scenarios
 from quaere.records import Placement, Scenario, ScenarioVerdict, Timing
 
 if TYPE_CHECKING:
@@ -52,7 +52,7 @@ class Judging(Protocol):
 class Executor(Protocol):
     """Runs the judge work of evaluations."""
 
-    def probe(self, device: str) -> DeviceProbe:
+    def probe(self, device: Device) -> DeviceProbe:
         """Is the task's ``device`` ('cpu', 'cuda') where the judges run, and what is it."""
         ...
 
@@ -61,7 +61,7 @@ class Executor(Protocol):
         ...
 
 
-def local_placement(device: str, environment: Mapping[str, str]) -> Placement:
+def local_placement(device: Device, environment: Mapping[str, str]) -> Placement:
     """This process tree's device: the CPU, or the first GPU ``CUDA_VISIBLE_DEVICES`` names (device 0)."""
     if device == "cpu":
         return Placement(worker="local", node=socket.gethostname(), device="cpu")
@@ -100,7 +100,7 @@ class LocalExecutor:
     def __init__(self, cache: Path, environment: Mapping[str, str]) -> None:
         self.cache, self.environment = cache, dict(environment)
 
-    def probe(self, device: str) -> DeviceProbe:
+    def probe(self, device: Device) -> DeviceProbe:
         return probe_device(device)
 
     @contextmanager

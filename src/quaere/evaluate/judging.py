@@ -14,6 +14,7 @@ import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from quaere.evaluate.guard_log import GuardLog, mapping_findings
 from quaere.evaluate.judge_protocol import TimeRequest
@@ -22,6 +23,9 @@ from quaere.evaluate.supervisor import JudgeConfig, Supervisor
 from quaere.records import AuditFinding, Isolation, Scenario, ScenarioVerdict, Timing, Verdict
 from quaere.task.loader import Task
 from quaere.task.spec import TimingRule
+
+Device = Literal["cpu", "cuda"]
+"""A task's device (``TaskSpec.device``): what kind of judge it needs."""
 
 MAX_TIMEOUTS = 3
 """After this many scenarios timed out, the rest are not run: a kernel that hangs would otherwise cost
@@ -33,7 +37,7 @@ class JudgeJob:
     """Everything a judge needs to evaluate one candidate (picklable: it travels to a pool's actors)."""
 
     task_folder: Path
-    device: str
+    device: Device
     """The task's device: 'cpu' or 'cuda'."""
     kernels: Mapping[str, str]
     """Built library by implementation ('candidate', and 'initial' when it is timed)."""

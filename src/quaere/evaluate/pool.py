@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from quaere.evaluate.judging import Device
 from quaere.evaluate.options import EvalOptions
 from quaere.records import Evaluation
 from quaere.task.loader import Task
@@ -69,7 +70,7 @@ def ray_installed() -> bool:
     return importlib.util.find_spec("ray") is not None
 
 
-def open_pool(spec: PoolSpec, device: str, cache_dir: Path | None = None) -> RayPool:
+def open_pool(spec: PoolSpec, device: Device, cache_dir: Path | None = None) -> RayPool:
     """Start or join the pool ``spec`` names, with judges for the task ``device`` ('cpu' or 'cuda').
 
     Raises :class:`PoolError` when Ray is not installed or no judge of the pool answers."""
@@ -89,7 +90,7 @@ class PoolEvaluate:
         self._pools: dict[str, RayPool] = {}
         self._lock = threading.Lock()
 
-    def pool(self, device: str) -> RayPool:
+    def pool(self, device: Device) -> RayPool:
         with self._lock:
             if device not in self._pools:
                 self._pools[device] = open_pool(self.spec, device, self.cache_dir)

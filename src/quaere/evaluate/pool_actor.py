@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from quaere.evaluate.device import DeviceProbe, probe_device
-from quaere.evaluate.judging import JudgeJob, JudgeSession, SessionReport, check_scenarios
+from quaere.evaluate.judging import Device, JudgeJob, JudgeSession, SessionReport, check_scenarios
 from quaere.evaluate.options import default_cache_dir
 from quaere.records import Placement, Scenario, ScenarioVerdict, Timing
 
@@ -102,7 +102,7 @@ class ActorInfo:
     """Who an actor is, where it runs, and what its device is."""
 
     name: str
-    device: str
+    device: Device
     """The kind of task it judges: 'cpu' or 'cuda'."""
     placement: Placement
     probe: DeviceProbe
@@ -118,7 +118,7 @@ class UnitResult:
     timings: tuple[Timing, ...] = ()
 
 
-def ray_placement(name: str, device: str) -> Placement:
+def ray_placement(name: str, device: Device) -> Placement:
     """This actor's node and, for a GPU actor, the GPU Ray assigned it (its index on the node)."""
     import ray
 
@@ -136,7 +136,7 @@ class JudgeActor:
     Between units of the same evaluation it keeps that evaluation's judge (and runners) alive; a unit of
     another evaluation closes it first, so at most one judge per actor exists at any time."""
 
-    def __init__(self, name: str, device: str, cache_dir: str | None = None,
+    def __init__(self, name: str, device: Device, cache_dir: str | None = None,
                  placement: Placement | None = None) -> None:
         self.name, self.device = name, device
         self.environment = dict(os.environ)  # this process's entry point: Ray set CUDA_VISIBLE_DEVICES here

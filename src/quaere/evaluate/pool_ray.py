@@ -23,7 +23,7 @@ from ray.exceptions import RayError
 
 from quaere.evaluate.device import DeviceProbe
 from quaere.evaluate.executor import Judging
-from quaere.evaluate.judging import JudgeJob
+from quaere.evaluate.judging import Device, JudgeJob
 from quaere.evaluate.pool import PoolError, PoolSpec
 from quaere.evaluate.pool_actor import ActorInfo, JudgeActor, make_bundle
 from quaere.evaluate.pool_run import PoolRun
@@ -38,7 +38,7 @@ CLUSTER_POOL = "cluster"
 """The pool id of judges started on a running cluster: detached, they stay until ``ray stop``."""
 
 
-def _join_ray(spec: PoolSpec, device: str) -> bool:
+def _join_ray(spec: PoolSpec, device: Device) -> bool:
     """Start (local) or join (address) Ray unless this process already did; True when it did it here."""
     if ray.is_initialized():
         return False
@@ -55,21 +55,21 @@ def _join_ray(spec: PoolSpec, device: str) -> bool:
     return True
 
 
-def _default_size(device: str) -> int:
+def _default_size(device: Device) -> int:
     resources = ray.cluster_resources()
     if device == "cuda":
         return int(resources.get("GPU", 0))
     return max(1, int(resources.get("CPU", 1)) // 2)
 
 
-def _existing(device: str) -> list[str]:
+def _existing(device: Device) -> list[str]:
     """Names of the judges for ``device`` already registered in the cluster (any pool)."""
     prefix = f"judge-{device}-"
     named = ray.util.list_named_actors(all_namespaces=True)
     return sorted(a["name"] for a in named if a.get("namespace") == NAMESPACE and a["name"].startswith(prefix))
 
 
-def create_actors(device: str, count: int, pool_id: str, *, detached: bool, restarts: int,
+def create_actors(device: Device, count: int, pool_id: str, *, detached: bool, restarts: int,
                   cache_dir: Path | None) -> dict[str, Any]:
     """``count`` judge actors for ``device`` (one GPU each for 'cuda'), or the ones of those names that exist."""
     remote = ray.remote(concurrency_groups={"probe": 1})(JudgeActor)
@@ -96,7 +96,7 @@ def ready_actors(actors: dict[str, Any], timeout_s: float) -> dict[str, ActorInf
     return infos
 
 
-def start_pool(spec: PoolSpec, device: str, cache_dir: Path | None = None, *, restarts: int = 3,
+def start_pool(spec: PoolSpec, device: Device, cache_dir: Path | None = None, *, restarts: int = 3,
                ready_timeout_s: float = READY_TIMEOUT_S) -> RayPool:
     """The pool ``spec`` names, for tasks on ``device``: a local one with its own actors, or the judges of a
     running cluster (started there, detached, one per GPU, when it has none yet). ``restarts``: how often
@@ -133,7 +133,7 @@ class RayPool:
     """The pool as an :class:`~quaere.evaluate.executor.Executor`; several evaluations (threads) may use it
     at once. ``owned``: its actors were started by this process and are killed by :meth:`close`."""
 
-    def __init__(self, actors: dict[str, Any], infos: dict[str, ActorInfo], device: str, *, owned: bool,
+    def __init__(self, actors: dict[str, Any], infos: dict[str, ActorInfo], device: Device, *, owned: bool,
                  started_ray: bool) -> None:
         self.actors, self.infos, self.device = actors, infos, device
         self.owned, self.started_ray = owned, started_ray
@@ -149,7 +149,7 @@ class RayPool:
         stays in the user's ``~/.ray``)."""
         return {key: os.environ[key] for key in AUTH_ENV if key in os.environ}
 
-    def probe(self, device: str) -> DeviceProbe:
+    def probe(self, device: Device) -> DeviceProbe:
         if device != self.device:
             return DeviceProbe(DeviceInfo(name="none"), False,
                                f"the pool's judges are {self.device} actors, and this task runs on {device}")
