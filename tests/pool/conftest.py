@@ -1,5 +1,6 @@
-"""One local Ray instance for the whole test session (its start-up takes seconds on a 2-core machine), and a
-pool of CPU judges on it shared by the tests that need no pool of their own."""
+"""One local Ray instance for all of tests/pool (its start-up takes seconds on a 2-core machine; it is shut
+down when the package's tests end, so the rest of the suite runs without it), and a pool of CPU judges on it
+shared by the tests that need no pool of their own."""
 
 from __future__ import annotations
 
@@ -20,9 +21,9 @@ FIXTURES = Path(__file__).parent / "fixtures"
 CANDIDATES = Path(__file__).parent.parent / "fixtures" / "candidates"
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def ray_session() -> Iterator[str]:
-    """A local Ray instance with four CPUs; yields its address. Shut down when the session ends."""
+    """A local Ray instance with four CPUs; yields its address."""
     ray = pytest.importorskip("ray", reason="the evaluation pool needs Ray: pip install 'quaere[cluster]'")
     from quaere.evaluate.pool_ray import NAMESPACE
 
@@ -33,12 +34,12 @@ def ray_session() -> Iterator[str]:
         ray.shutdown()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def pool_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("pool-cache")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def cpu_pool(ray_session: str, pool_cache: Path) -> Iterator[RayPool]:
     """Three CPU judges that Ray restarts when they die."""
     from quaere.evaluate.pool_ray import start_pool

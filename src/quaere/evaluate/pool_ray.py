@@ -31,8 +31,9 @@ from quaere.records import DeviceInfo
 
 NAMESPACE = "quaere"
 READY_TIMEOUT_S = 300.0
-"""How long the pool waits for its actors to start (a Ray worker, quaere's imports) before going on
-without the ones that did not."""
+"""How long the pool waits for its first actor to start (a Ray worker, quaere's imports)."""
+STRAGGLER_S = 30.0
+"""How much longer it waits for the others before going on without them."""
 AUTH_ENV = ("RAY_AUTH_MODE",)
 CLUSTER_POOL = "cluster"
 """The pool id of judges started on a running cluster: detached, they stay until ``ray stop``."""
@@ -84,9 +85,13 @@ def create_actors(device: Device, count: int, pool_id: str, *, detached: bool, r
 
 
 def ready_actors(actors: dict[str, Any], timeout_s: float) -> dict[str, ActorInfo]:
-    """The actors that answer within ``timeout_s``, described (where they run, their device)."""
+    """The actors that answer, described (where they run, their device): the first within ``timeout_s``,
+    the others within ``STRAGGLER_S`` after it (a judge whose GPU or node is gone must not hold up every
+    evaluation for the whole start-up time)."""
     probes = {actor.describe.options(concurrency_group="probe").remote(): name for name, actor in actors.items()}
-    done, _ = ray.wait(list(probes), num_returns=len(probes), timeout=timeout_s)
+    first, rest = ray.wait(list(probes), num_returns=1, timeout=timeout_s)
+    later, _ = ray.wait(rest, num_returns=len(rest), timeout=STRAGGLER_S) if first and rest else ([], [])
+    done = [*first, *later]
     infos = {}
     for ref in done:
         try:

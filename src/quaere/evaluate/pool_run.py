@@ -33,6 +33,8 @@ MAX_ATTEMPTS = 2
 """Actors a unit may lose before its scenarios are marked ``runner_lost``."""
 REJOIN_TIMEOUT_S = 120.0
 """How long work waits for a lost actor to come back when no other actor is alive."""
+RELEASE_WAIT_S = 5.0
+"""How long the end of an evaluation waits for its judges to be closed."""
 UNITS_PER_ACTOR = 4
 """Correctness units per actor: small enough to balance uneven scenarios and to lose little with an actor."""
 
@@ -119,12 +121,12 @@ class PoolRun:
         return replace(merged, notes=(*merged.notes, *self.incidents))
 
     def release(self) -> None:
-        """Close this evaluation's judges on every actor that served it (a dead one has none left)."""
+        """Close this evaluation's judges on every actor that served it (a dead one has none left). An actor
+        busy with another evaluation's units closes it when it gets there, or when their judge replaces it:
+        the wait is short so the record is not held up by other evaluations."""
         refs = [self.actors[name].release.remote(self.key) for name in sorted(self.served)]
-        try:
-            ray.wait(refs, num_returns=len(refs), timeout=60)
-        except RayError:
-            pass
+        if refs:
+            ray.wait(refs, num_returns=len(refs), timeout=RELEASE_WAIT_S)
 
     def _dispatch(self, units: list[Unit], submit: Callable[[Any, Unit], Any],
                   done: Callable[[Unit, UnitResult], None], failed: Failed) -> None:
