@@ -18,8 +18,8 @@ def _fail(message: str, code: int = 2) -> typer.Exit:
 
 def report(
     workspaces: Annotated[list[Path] | None, typer.Argument(
-        metavar="[WORKSPACE]... ", help="Workspace folder (default: here); two or more, or a folder of campaigns "
-        "(quaere run --parallel's): compare those campaigns.")
+        metavar="[WORKSPACE]... ", help="Workspace folder (default: here); two or more, or one folder of "
+        "campaigns (quaere run --parallel's): compare those campaigns.")
     ] = None,
     html: Annotated[Path | None, typer.Option("--html", help="Also write a self-contained HTML page here.")] = None,
     k: Annotated[int, typer.Option("--k", min=1, help="Evaluations after a question that count as its gain.")] = (
@@ -28,7 +28,7 @@ def report(
 ) -> None:
     """Figures of a campaign: best ratio over time, tool calls per question, churn, gains after questions.
 
-    With two or more workspaces (quaere report A B C), or a folder of them (quaere report runs/): the campaigns
+    With two or more workspaces (quaere report A B C), or one folder of them (quaere report runs/): the campaigns
     side by side (best ratio over time and over tool calls, tool calls per gain, churn, evaluations, wall time,
     the final per-configuration table).
     """
@@ -39,7 +39,9 @@ def report(
     from quaere.report.terminal import print_summary
     from quaere.workspace import WorkspaceError, open_workspace
 
-    folders = [each for folder in workspaces or [Path(".")] for each in campaign_folders(folder) or [folder]]
+    folders = workspaces or [Path(".")]
+    if len(folders) == 1:  # one folder: a workspace, or a folder of campaigns (quaere run --parallel's)
+        folders = campaign_folders(folders[0]) or folders
     if len(folders) > 1:
         from quaere.cli.compare_cmd import compare
 
