@@ -26,6 +26,7 @@ def test_pool_settings_parse_and_bad_ones_say_what_was_expected() -> None:
     assert PoolSpec.parse("local:4") == PoolSpec(size=4)
     assert PoolSpec.parse("10.0.0.5:6379") == PoolSpec(address="10.0.0.5:6379")
     assert not PoolSpec.parse("auto").local
+    assert [str(PoolSpec.parse(text)) for text in ("local", "local:4", "auto")] == ["local", "local:4", "auto"]
     for bad in ("local:0", "local:two", "  "):
         with pytest.raises(PoolError, match="expected"):
             PoolSpec.parse(bad)

@@ -50,6 +50,10 @@ class PoolSpec:
     def local(self) -> bool:
         return not self.address
 
+    def __str__(self) -> str:
+        """The setting as it is written (``local``, ``local:N`` or the address)."""
+        return self.address or ("local" if self.size is None else f"local:{self.size}")
+
     @staticmethod
     def parse(text: str) -> PoolSpec:
         """``local``, ``local:N`` (N >= 1) or a Ray address; :class:`PoolError` names what was expected."""

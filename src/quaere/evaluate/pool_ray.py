@@ -107,12 +107,13 @@ def start_pool(spec: PoolSpec, device: Device, cache_dir: Path | None = None, *,
     running cluster (started there, detached, one per GPU, when it has none yet). ``restarts``: how often
     Ray restarts a dead actor of a pool started here."""
     started = _join_ray(spec, device)
+    actors: dict[str, Any] = {}
     try:
         if spec.local:
             available = _default_size(device)
             size = spec.size or available
             if device == "cuda" and not 0 < size <= available:
-                raise PoolError(f"--pool local:{size}: this machine has {available} GPU(s) for the judges")
+                raise PoolError(f"--pool {spec}: this machine has {available} GPU(s) for the judges")
             actors = create_actors(device, size, uuid.uuid4().hex[:8], detached=False, restarts=restarts,
                                    cache_dir=cache_dir)
         else:
@@ -128,6 +129,9 @@ def start_pool(spec: PoolSpec, device: Device, cache_dir: Path | None = None, *,
         if not infos:
             raise PoolError(f"no judge of the pool answered within {ready_timeout_s:g} s")
     except BaseException:
+        if spec.local:
+            for actor in actors.values():
+                ray.kill(actor, no_restart=True)
         if started:
             ray.shutdown()
         raise
