@@ -7,7 +7,7 @@ environment), which loads those settings, relays post-tool questions and traces 
 scripted model evaluates the initial kernel, breaks it, explains the failure away (the explained-failure
 question reaches its next request through the relay), claims it is done (blocked: the failing scenarios
 and a question reach its next request), copies in a kernel about 8x faster (a suspicious gain: its
-question too), and stops with the goal met.
+question too), and stops with the goal met (after the Stop hook's own confirming evaluation).
 """
 
 from __future__ import annotations
@@ -21,10 +21,11 @@ from pathlib import Path
 import pytest
 
 from quaere.agents.fake_openai import Reply, ScriptedOpenAIServer, last_user_text
-from quaere.evaluate.ledger import read_ledger
 from quaere.records import Moment
+from quaere.store import Store
+from quaere.store.pinning import init_workspace
+from quaere.store.records import Starter
 from quaere.trace import QuestionAsked, StopDecision, read_trace
-from quaere.workspace import create_workspace
 
 DEFAULT_VENV = Path.home() / ".cache" / "quaere" / "openhands-venv" / "bin" / "python"
 OPENHANDS_PYTHON = Path(os.environ.get("QUAERE_OPENHANDS_PYTHON") or DEFAULT_VENV)
@@ -48,7 +49,8 @@ def _terminal(command: str, text: str) -> Reply:
 
 
 def test_openhands_stop_blocks_then_post_tool_question_reaches_the_model_then_goal_met(tmp_path):
-    ws = create_workspace(tmp_path / "ws", str(TASK), TASK / "kernel.cpp")
+    store = Store(Path(os.environ["QUAERE_STORE_DIR"]))
+    ws, _ = init_workspace(store, tmp_path / "ws", str(TASK), False, tmp_path)
     installed = subprocess.run(
         [sys.executable, "-m", "quaere", "hooks", "install", "--agent", "openhands", "--root", str(ws.root)],
         capture_output=True, text=True, timeout=120,
@@ -111,4 +113,7 @@ def test_openhands_stop_blocks_then_post_tool_question_reaches_the_model_then_go
     roles = [m["role"] for m in seen["after_gain"]["messages"]]
     assert roles[-2:] == ["tool", "user"]  # the question comes right after the tool's result
     assert last_user_text(seen["after_gain"]) == f"Question: {gain.text}"
-    assert [e.correct for e in read_ledger(ws.ledger).evaluations] == [True, False, True]
+    entries = store.read(ws.id).entries  # the agent's three evaluations, then quaere's confirmation of the last
+    assert [(e.evaluation.correct, e.started_by) for e in entries] == [
+        (True, Starter.CALLER), (False, Starter.CALLER), (True, Starter.CALLER), (True, Starter.CONFIRMATION)
+    ]
