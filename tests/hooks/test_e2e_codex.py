@@ -41,7 +41,11 @@ TRUST = ("--trust", "--dangerously-bypass-hook-trust")
 
 @pytest.fixture
 def workspace(tmp_path):
-    task = _task_copy(tmp_path)
+    # The shipped task's sample counts: Codex's exec_command hands a command back to the model after 30 s at
+    # most, and with 25 to 80 timed calls an evaluation took 48 s on a loaded 2-core machine (the model then
+    # sees no result and the story falls apart). The relaxed 0.25x target still clears its margin by far
+    # (the initial kernel against itself: lower bounds of 0.69x and more under a load of 8).
+    task = _task_copy(tmp_path, more_samples=False)
     ws, _ = init_workspace(Store(Path(os.environ["QUAERE_STORE_DIR"])), tmp_path / "ws", str(task), False, tmp_path)
     (tmp_path / "good.cpp").write_text((task / "kernel.cpp").read_text())
     ws.candidate.write_text(BROKEN_KERNEL)

@@ -5,9 +5,10 @@ a scripted chat-completions server.
 :func:`quaere.agents.openhands_sdk.quaere_conversation` (run by ``openhands_driver.py`` in the OpenHands
 environment), which loads those settings, relays post-tool questions and traces the model's words. The
 scripted model evaluates the initial kernel, breaks it, explains the failure away (the explained-failure
-question reaches its next request through the relay), claims it is done (blocked: the failing scenarios
-and a question reach its next request), copies in a kernel about 8x faster (a suspicious gain: its
-question too), and stops with the goal met (after the Stop hook's own confirming evaluation).
+question reaches its next request through the relay), claims it is done (blocked while correctness fails:
+the failing scenarios and the explained failure's next question reach its next request), copies in a
+kernel about 8x faster (a suspicious gain: its question too), and stops with the goal met (after the Stop
+hook's own confirming evaluation).
 """
 
 from __future__ import annotations
@@ -97,16 +98,21 @@ def test_openhands_stop_blocks_then_post_tool_question_reaches_the_model_then_go
     assert len(requests) == 6, f"expected 6 model turns, got {len(requests)}\n{run.stderr[-3000:]}"
 
     events = read_trace(ws.trace).events
-    questions = {q.moment: q for q in events if isinstance(q, QuestionAsked)}
-    assert questions[Moment.CAMPAIGN_START].text in json.dumps(requests[0]["messages"])
+    questions: dict[Moment, list[QuestionAsked]] = {}
+    for question in (e for e in events if isinstance(e, QuestionAsked)):
+        questions.setdefault(question.moment, []).append(question)
+    [start] = questions[Moment.CAMPAIGN_START]
+    assert start.text in json.dumps(requests[0]["messages"])
 
     decisions = [(e.decision, e.goal_status) for e in events if isinstance(e, StopDecision)]
     assert decisions == [("block", "unmet"), ("allow", "met")]
     feedback = last_user_text(seen["after_block"])
     assert "goal: UNMET" in feedback and "fail" in feedback.lower()
-    assert f"Question: {questions[Moment.CLAIMED_LIMIT].text}" in feedback
+    # the stop came while correctness failed: its question is the explained failure's next one, not a repeat
+    explained, at_stop = questions[Moment.EXPLAINED_FAILURE]
+    assert f"Question: {at_stop.text}" in feedback and at_stop.entry_id != explained.entry_id
 
-    explained, gain = questions[Moment.EXPLAINED_FAILURE], questions[Moment.SUSPICIOUS_GAIN]
+    [gain] = questions[Moment.SUSPICIOUS_GAIN]
     relayed = json.loads(run.stdout.strip().splitlines()[-1])
     assert relayed == [f"Question: {explained.text}", f"Question: {gain.text}"]
     assert last_user_text(seen["after_explanation"]) == f"Question: {explained.text}"
