@@ -6,7 +6,8 @@ flags that install prints (``--trust --dangerously-bypass-hook-trust``). The scr
 broken kernel, explains the failure away (``quaere hook post-tool`` reads Codex's rollout transcript and
 asks about it), claims it is done; ``quaere hook stop`` blocks with the failing scenarios and a question,
 which reach the model's next request; the model fixes the kernel, and its next stop goes through because
-the goal is met (after the hook's own confirming evaluation). A second run without the trust flags shows why install prints them: Codex runs no hook.
+the goal is met (after the hook's own confirming evaluation). A second run without the trust flags shows
+why install prints them: Codex runs no hook.
 """
 
 from __future__ import annotations
