@@ -8,11 +8,13 @@ allows, and the goal is reached. Steps are backend-neutral; each test turns them
 5. try to stop, claiming optimality (blocked: correct but the goal unmet on speed, a claimed-limit question;
    a stop while correctness fails would be the explained-failure moment instead);
 6. copy in the fast kernel and evaluate (about 8x in one step: suspicious gain);
-7. try to stop (allowed: the goal, 2x over the initial kernel on every benchmark, is met).
+7. try to stop (allowed: the goal, 2x over the initial kernel on every benchmark by a margin of two standard
+   errors, is met on the fast kernel's evaluation and on the confirming one quaere runs itself at this stop).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +23,10 @@ from quaere.agents.config import Budgets, CampaignConfig
 from quaere.campaign import CampaignResult
 from quaere.questions.moments import MomentsConfig, PlateauConfig, SuspiciousGainConfig
 from quaere.records import Moment
+from quaere.store import Store
+from quaere.store.records import Starter
 from quaere.trace import QuestionAsked, StopDecision, read_trace
+from quaere.workspace import Workspace
 
 FIXTURES = Path(__file__).parent / "fixtures"
 TASK = FIXTURES / "quick_softmax"
@@ -97,6 +102,10 @@ def assert_story_told(workspace: Path, result: CampaignResult) -> Path:
     kept = {p.stem for p in (workspace / ".quaere" / "candidates").iterdir()}
     evaluated = {e.candidate_hash for e in read_trace(trace).events if e.type == "evaluation"}
     assert evaluated == kept and len(kept) == 4
+    # the agent's five evaluations, then quaere's own confirmation of the fast kernel, started by the Stop hook
+    entries = Store(Path(os.environ["QUAERE_STORE_DIR"])).read(Workspace(workspace, "", "").id).entries
+    assert [e.started_by for e in entries] == [Starter.CALLER] * 5 + [Starter.CONFIRMATION]
+    assert entries[-1].full and entries[-1].evaluation.candidate_hash == entries[-2].evaluation.candidate_hash
     return trace
 
 

@@ -33,6 +33,13 @@ def _run(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProc
     return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
 
 
+def _failure(stderr: str) -> list[str]:
+    """The terminal's lines after the trust mode that every ``quaere run`` states first."""
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert lines[0].startswith("trust mode: same-user"), stderr
+    return lines[1:]
+
+
 def _env(home: Path, **extra: str) -> dict[str, str]:
     home.mkdir(exist_ok=True)
     env = {k: v for k, v in os.environ.items() if k not in ("IS_SANDBOX", "CLAUDE_CODE_STOP_HOOK_BLOCK_CAP")}
@@ -46,7 +53,7 @@ def test_claude_refusing_root_ends_the_run_with_its_reason_on_the_terminal(tmp_p
         env = _env(tmp_path / "home", ANTHROPIC_API_KEY="test")
         run = _run("--agent", "claude", "--base-url", server.base_url, "--workspace", "ws", cwd=tmp_path, env=env)
     assert run.returncode == 1, run.stdout + run.stderr
-    lines = [line for line in run.stderr.splitlines() if line.strip()]
+    lines = _failure(run.stderr)
     assert lines[0].startswith("quaere run: the agent failed: --dangerously-skip-permissions cannot be used with root")
     assert "IS_SANDBOX=1" in lines[0] and "non-root user" in lines[0]
     assert "Fatal error in message reader" not in run.stderr
@@ -64,8 +71,8 @@ def test_claude_with_a_rejected_key_ends_the_run_with_the_cli_reason(tmp_path: P
         env = _env(tmp_path / "home", ANTHROPIC_API_KEY=key, IS_SANDBOX="1", CLAUDE_CODE_MAX_RETRIES="0")
         run = _run("--agent", "claude", "--base-url", server.base_url, "--workspace", "ws", cwd=tmp_path, env=env)
     assert run.returncode == 1, run.stdout + run.stderr
-    assert run.stderr.startswith("quaere run: the agent failed: Invalid API key")
-    assert "authentication_failed" in run.stderr.splitlines()[0]
+    [line] = _failure(run.stderr)
+    assert line.startswith("quaere run: the agent failed: Invalid API key") and "authentication_failed" in line
     assert "campaign ended: error after 1 sessions" in run.stdout
 
 
@@ -74,7 +81,8 @@ def test_openai_endpoint_not_there_ends_the_run_with_its_reason(tmp_path: Path) 
     url = "http://127.0.0.1:9/v1"  # the discard port: nothing listens
     run = _run("--agent", "openai", "--base-url", url, "--model", "m", "--workspace", "ws", cwd=tmp_path, env=env)
     assert run.returncode == 1, run.stdout + run.stderr
-    assert run.stderr.startswith(f"quaere run: the agent failed: APIConnectionError at {url}: Connection error")
+    [line] = _failure(run.stderr)
+    assert line.startswith(f"quaere run: the agent failed: APIConnectionError at {url}: Connection error")
     assert "campaign ended: error after 1 sessions" in run.stdout
 
 

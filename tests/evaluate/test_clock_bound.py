@@ -1,10 +1,12 @@
-"""The judge's bound on a runner's claimed times, and the buffer pool, as pure functions of their data."""
+"""The judge's bound on a runner's claimed times (and its slack per device), and the buffer pool, as pure functions
+of their data."""
 
 from __future__ import annotations
 
 from quaere.evaluate.judge_time import NativeImpl, hidden_work, rep_seed
 from quaere.evaluate.shared import BufferPool
-from quaere.task.spec import TimingRule
+from quaere.task.loader import load_task
+from quaere.task.spec import CPU_TIMING_SLACK, TaskSpec, TimingRule
 
 RULE = TimingRule(hidden_work_abs_ms=0.05, hidden_work_rel=0.05, drain_abs_ms=0.03)
 
@@ -75,3 +77,36 @@ def test_the_pool_keeps_a_buffer_until_a_scenario_needs_more_then_retires_it() -
     assert pool.take_retired() == [first] and pool.take_retired() == []
     pool.close()
     assert larger.freed
+
+
+SPEC = {
+    "name": "t",
+    "description": "d",
+    "target": "x",
+    "initial_kernel": "k.cpp",
+    "entry_point": "k",
+    "build": "c++ {source} -o {output}",
+    "roofline": {"matrix_tflops": 1.0, "bandwidth_gbps": 1.0},
+    "goal": {"targets": [{"baseline": "initial", "ratio": 1.0}]},
+}
+
+
+def test_a_cpu_task_gets_a_cpu_runners_slack_unless_it_sets_its_own() -> None:
+    """A CPU runner's round trip jitters by a few hundred us on a loaded machine: under the GPU's 50 us an
+    honest CPU kernel would be hidden_work; a CPU task's default slack lets it through, a forgery still not."""
+    cpu = TaskSpec.model_validate({**SPEC, "device": "cpu", "timing": {"budget_ms": 60.0}}).timing
+    cuda = TaskSpec.model_validate({**SPEC, "device": "cuda"}).timing
+    assert {k: getattr(cpu, k) for k in CPU_TIMING_SLACK} == CPU_TIMING_SLACK and cpu.budget_ms == 60.0
+    assert (cuda.hidden_work_abs_ms, cuda.hidden_work_rel, cuda.drain_abs_ms) == (0.05, 0.05, 0.03)
+    reference = impl([2.0] * 40, overhead=0.05)
+    jittered = impl([0.5] * 40, overhead=0.05 + 0.25)  # an honest fast kernel, the host busier during its calls
+    assert hidden_work(jittered, reference, cpu) == "" and hidden_work(jittered, reference, cuda) != ""
+    assert "forged" in hidden_work(impl([0.5] * 40, overhead=0.05 + 0.5), reference, cpu)  # claims half its time
+    own = TaskSpec.model_validate({**SPEC, "device": "cpu", "timing": {"hidden_work_abs_ms": 0.1}}).timing
+    assert (own.hidden_work_abs_ms, own.hidden_work_rel) == (0.1, CPU_TIMING_SLACK["hidden_work_rel"])
+
+
+def test_the_shipped_cpu_task_states_the_cpu_slack() -> None:
+    shipped = load_task("cpu_softmax")
+    assert "hidden_work_abs_ms" in (shipped.folder / "task.toml").read_text()  # explicit, as documentation
+    assert {k: getattr(shipped.spec.timing, k) for k in CPU_TIMING_SLACK} == CPU_TIMING_SLACK

@@ -18,7 +18,7 @@ from quaere.store.pinning import init_workspace
 from quaere.store.records import Starter
 from quaere.task.loader import load_task
 from quaere.trace import EvaluationDone, TraceWriter, read_trace
-from quaere.workspace import content_hash, create_workspace
+from quaere.workspace import content_hash
 
 from .factories import bench, entry, evaluation
 

@@ -3,11 +3,13 @@
 A workspace of the CPU task with ``quaere hooks install`` done; the scripted model runs ``quaere eval`` on a
 broken candidate, claims it is done; ``quaere hook stop`` (run by the CLI from .claude/settings.json)
 blocks with the failing scenarios and a question; the test sees both arrive in the model's next request;
-the model fixes the kernel and evaluates it for real; its next stop goes through because the goal is met (after the hook's own confirming evaluation).
+the model fixes the kernel and evaluates it for real; its next stop goes through because the goal is met
+(after the hook's own confirming evaluation).
 
 The goal is relaxed to 0.25x the initial kernel in a copy of the task, so that the real timing of a correct
 kernel on a loaded CI machine meets it every time, margin included (on two shared cores one configuration's
-spread reached half of its median), and with more samples: what is under test is the loop, not the speed.
+spread reached half of its median), with more samples and a wide clock-bound slack: what is under test is
+the loop, not the speed.
 """
 
 from __future__ import annotations
@@ -85,7 +87,8 @@ def _claude_binary() -> Path | None:
     return path if path.exists() else None
 
 
-def _task_copy(tmp_path: Path) -> Path:
+def _task_copy(tmp_path: Path, more_samples: bool = True) -> Path:
+    """The CPU task with the goal relaxed to 0.25x (see above); ``more_samples``: 25 to 80 timed calls."""
     folder = tmp_path / "cpu_softmax"
     shutil.copytree(SHIPPED_TASKS_DIR / "cpu_softmax", folder, ignore=shutil.ignore_patterns("__pycache__"))
     toml = folder / "task.toml"
@@ -93,10 +96,15 @@ def _task_copy(tmp_path: Path) -> Path:
         r"targets = \[.*\]", 'targets = [{ baseline = "initial", ratio = 0.25, scenarios = "*" }]', toml.read_text()
     )
     assert "ratio = 0.25" in text
-    # More samples than the shipped task takes: the margin is two standard errors of each median, and on a
-    # loaded machine a handful of samples leaves too wide an error for any target.
-    text = re.sub(r"budget_ms = .*", "budget_ms = 400.0", re.sub(r"min_reps = .*", "min_reps = 25", text))
-    text = re.sub(r"max_reps = .*", "max_reps = 80", text)
+    # A wide clock-bound slack, for the same reason: on a shared 2-core machine other processes preempt the
+    # round trips of most calls, and the unchanged kernel's bound was seen 1.9 ms off in a confirmation.
+    text = re.sub(r"hidden_work_abs_ms = .*", "hidden_work_abs_ms = 5.0", text)
+    assert "hidden_work_abs_ms = 5.0" in text
+    if more_samples:
+        # More samples than the shipped task takes: the margin is two standard errors of each median, and on a
+        # loaded machine a handful of samples leaves too wide an error for any target.
+        text = re.sub(r"budget_ms = .*", "budget_ms = 400.0", re.sub(r"min_reps = .*", "min_reps = 25", text))
+        text = re.sub(r"max_reps = .*", "max_reps = 80", text)
     toml.write_text(text)
     return folder
 

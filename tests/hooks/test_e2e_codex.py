@@ -6,7 +6,8 @@ flags that install prints (``--trust --dangerously-bypass-hook-trust``). The scr
 broken kernel, explains the failure away (``quaere hook post-tool`` reads Codex's rollout transcript and
 asks about it), claims it is done; ``quaere hook stop`` blocks with the failing scenarios and a question,
 which reach the model's next request; the model fixes the kernel, and its next stop goes through because
-the goal is met. A second run without the trust flags shows why install prints them: Codex runs no hook.
+the goal is met (after the hook's own confirming evaluation). A second run without the trust flags shows
+why install prints them: Codex runs no hook.
 """
 
 from __future__ import annotations
@@ -21,10 +22,11 @@ import pytest
 
 from quaere.agents.fake_openai import Reply, ScriptedOpenAIServer
 from quaere.agents.fake_responses import input_texts, last_user_text
-from quaere.evaluate.ledger import read_ledger
 from quaere.records import Moment
+from quaere.store import Store
+from quaere.store.pinning import init_workspace
+from quaere.store.records import Starter
 from quaere.trace import QuestionAsked, StopDecision, read_trace
-from quaere.workspace import create_workspace
 
 from .test_e2e_claude_code import BROKEN_KERNEL, DONE, HUMAN_QUESTION, _quaere, _task_copy, fix_story
 
@@ -40,8 +42,12 @@ TRUST = ("--trust", "--dangerously-bypass-hook-trust")
 
 @pytest.fixture
 def workspace(tmp_path):
-    task = _task_copy(tmp_path)
-    ws = create_workspace(tmp_path / "ws", str(task), task / "kernel.cpp")
+    # The shipped task's sample counts: Codex's exec_command hands a command back to the model after 30 s at
+    # most, and with 25 to 80 timed calls an evaluation took 48 s on a loaded 2-core machine (the model then
+    # sees no result and the story falls apart). The relaxed 0.25x target still clears its margin by far
+    # (the initial kernel against itself: lower bounds of 0.69x and more under a load of 8).
+    task = _task_copy(tmp_path, more_samples=False)
+    ws, _ = init_workspace(Store(Path(os.environ["QUAERE_STORE_DIR"])), tmp_path / "ws", str(task), False, tmp_path)
     (tmp_path / "good.cpp").write_text((task / "kernel.cpp").read_text())
     ws.candidate.write_text(BROKEN_KERNEL)
     done = _quaere("hooks", "install", "--agent", "codex", "--root", str(ws.root), cwd=ws.root)
@@ -107,7 +113,11 @@ def test_codex_stop_blocks_with_failures_and_question_then_lets_the_met_goal_sto
 
     sent = "\n".join(text for r in requests for text in input_texts(r))
     assert all(q.text in sent for q in questions)  # every question asked reached the model
-    assert [e.correct for e in read_ledger(ws.ledger).evaluations] == [False, True]
+    entries = Store(Path(os.environ["QUAERE_STORE_DIR"])).read(ws.id).entries
+    # the agent's two evaluations, then quaere's own confirmation run by the Stop hook before allowing
+    assert [(e.evaluation.correct, e.started_by) for e in entries] == [
+        (False, Starter.CALLER), (True, Starter.CALLER), (True, Starter.CONFIRMATION)
+    ]
     messages = [json.loads(line) for line in run.stdout.splitlines() if line.startswith("{")]
     said = [m["item"]["text"] for m in messages if m.get("item", {}).get("type") == "agent_message"]
     assert said[-1] == DONE

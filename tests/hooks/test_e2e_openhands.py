@@ -5,9 +5,10 @@ a scripted chat-completions server.
 :func:`quaere.agents.openhands_sdk.quaere_conversation` (run by ``openhands_driver.py`` in the OpenHands
 environment), which loads those settings, relays post-tool questions and traces the model's words. The
 scripted model evaluates the initial kernel, breaks it, explains the failure away (the explained-failure
-question reaches its next request through the relay), claims it is done (blocked: the failing scenarios
-and a question reach its next request), copies in a kernel about 8x faster (a suspicious gain: its
-question too), and stops with the goal met.
+question reaches its next request through the relay), claims it is done (blocked while correctness fails:
+the failing scenarios and the explained failure's next question reach its next request), copies in a
+kernel about 8x faster (a suspicious gain: its question too), and stops with the goal met (after the Stop
+hook's own confirming evaluation).
 """
 
 from __future__ import annotations
@@ -21,10 +22,11 @@ from pathlib import Path
 import pytest
 
 from quaere.agents.fake_openai import Reply, ScriptedOpenAIServer, last_user_text
-from quaere.evaluate.ledger import read_ledger
 from quaere.records import Moment
+from quaere.store import Store
+from quaere.store.pinning import init_workspace
+from quaere.store.records import Starter
 from quaere.trace import QuestionAsked, StopDecision, read_trace
-from quaere.workspace import create_workspace
 
 DEFAULT_VENV = Path.home() / ".cache" / "quaere" / "openhands-venv" / "bin" / "python"
 OPENHANDS_PYTHON = Path(os.environ.get("QUAERE_OPENHANDS_PYTHON") or DEFAULT_VENV)
@@ -48,7 +50,8 @@ def _terminal(command: str, text: str) -> Reply:
 
 
 def test_openhands_stop_blocks_then_post_tool_question_reaches_the_model_then_goal_met(tmp_path):
-    ws = create_workspace(tmp_path / "ws", str(TASK), TASK / "kernel.cpp")
+    store = Store(Path(os.environ["QUAERE_STORE_DIR"]))
+    ws, _ = init_workspace(store, tmp_path / "ws", str(TASK), False, tmp_path)
     installed = subprocess.run(
         [sys.executable, "-m", "quaere", "hooks", "install", "--agent", "openhands", "--root", str(ws.root)],
         capture_output=True, text=True, timeout=120,
@@ -95,20 +98,28 @@ def test_openhands_stop_blocks_then_post_tool_question_reaches_the_model_then_go
     assert len(requests) == 6, f"expected 6 model turns, got {len(requests)}\n{run.stderr[-3000:]}"
 
     events = read_trace(ws.trace).events
-    questions = {q.moment: q for q in events if isinstance(q, QuestionAsked)}
-    assert questions[Moment.CAMPAIGN_START].text in json.dumps(requests[0]["messages"])
+    questions: dict[Moment, list[QuestionAsked]] = {}
+    for question in (e for e in events if isinstance(e, QuestionAsked)):
+        questions.setdefault(question.moment, []).append(question)
+    [start] = questions[Moment.CAMPAIGN_START]
+    assert start.text in json.dumps(requests[0]["messages"])
 
     decisions = [(e.decision, e.goal_status) for e in events if isinstance(e, StopDecision)]
     assert decisions == [("block", "unmet"), ("allow", "met")]
     feedback = last_user_text(seen["after_block"])
     assert "goal: UNMET" in feedback and "fail" in feedback.lower()
-    assert f"Question: {questions[Moment.CLAIMED_LIMIT].text}" in feedback
+    # the stop came while correctness failed: its question is the explained failure's next one, not a repeat
+    explained, at_stop = questions[Moment.EXPLAINED_FAILURE]
+    assert f"Question: {at_stop.text}" in feedback and at_stop.entry_id != explained.entry_id
 
-    explained, gain = questions[Moment.EXPLAINED_FAILURE], questions[Moment.SUSPICIOUS_GAIN]
+    [gain] = questions[Moment.SUSPICIOUS_GAIN]
     relayed = json.loads(run.stdout.strip().splitlines()[-1])
     assert relayed == [f"Question: {explained.text}", f"Question: {gain.text}"]
     assert last_user_text(seen["after_explanation"]) == f"Question: {explained.text}"
     roles = [m["role"] for m in seen["after_gain"]["messages"]]
     assert roles[-2:] == ["tool", "user"]  # the question comes right after the tool's result
     assert last_user_text(seen["after_gain"]) == f"Question: {gain.text}"
-    assert [e.correct for e in read_ledger(ws.ledger).evaluations] == [True, False, True]
+    entries = store.read(ws.id).entries  # the agent's three evaluations, then quaere's confirmation of the last
+    assert [(e.evaluation.correct, e.started_by) for e in entries] == [
+        (True, Starter.CALLER), (False, Starter.CALLER), (True, Starter.CALLER), (True, Starter.CONFIRMATION)
+    ]

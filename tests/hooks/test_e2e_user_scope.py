@@ -17,8 +17,9 @@ import pytest
 
 from quaere.agents.fake_anthropic import RecordedRequest, ScriptedAnthropicServer, Turn
 from quaere.agents.fake_openai import Reply, ScriptedOpenAIServer
+from quaere.store import Store
+from quaere.store.pinning import init_workspace
 from quaere.trace import StopDecision, read_trace
-from quaere.workspace import create_workspace
 
 from .test_e2e_claude_code import _claude_binary, _run_claude, _task_copy
 from .test_e2e_codex import _run_codex
@@ -30,7 +31,8 @@ EXPECTED = [("block", "no_evaluation"), ("allow", "budget_spent")]
 @pytest.fixture
 def workspace(tmp_path):
     task = _task_copy(tmp_path)
-    return create_workspace(tmp_path / "ws", str(task), task / "kernel.cpp")
+    ws, _ = init_workspace(Store(Path(os.environ["QUAERE_STORE_DIR"])), tmp_path / "ws", str(task), False, tmp_path)
+    return ws
 
 
 def _install_for_user(ws, dialect: str, home: Path) -> None:

@@ -129,20 +129,15 @@ def test_stop_unmet_blocks_with_numbers_and_question(ws):
     assert [e.last_message for e in events(ws, "stop_attempt")] == ["I think this is optimal."]
     [decision] = events(ws, "stop_decision")
     assert (decision.decision, decision.goal_status) == ("block", "unmet")
-    assert events(ws, "question")[0].moment is Moment.CLAIMED_LIMIT
+    assert events(ws, "question")[0].moment is Moment.EXPLAINED_FAILURE
+    assert "1 correctness scenario(s) fail (c2)" in events(ws, "moment")[0].evidence
     assert read_state(state_of(ws)).blocks == 1
     assert not (ws.state / "hooks.json").exists()  # the counters live in the store, signed
 
 
-def test_stop_met_allows_after_its_confirmation(ws):
-    assert events(ws, "question")[0].moment is Moment.EXPLAINED_FAILURE
-    assert "1 correctness scenario(s) fail (c2)" in events(ws, "moment")[0].evidence
-    assert read_state(ws.state).blocks == 1
-
-
 def test_stop_correct_but_slow_is_a_claimed_limit(ws):
     verdicts = [("c1", Verdict.PASSED)]
-    append_evaluation(ws.ledger, evaluation(content_hash(ws.candidate), verdicts, [bench("b1", 1.0, 1.2)]))
+    append(ws, entry(evaluation(content_hash(ws.candidate), verdicts, [bench("b1", 1.0, 1.2)])))
     deps = deps_for(ws)
     answer = handle_stop(stop_payload(), deps)
     assert answer.output["reason"].endswith("Question: Q1 for claimed_limit?")
@@ -159,7 +154,7 @@ def test_stop_uses_the_detectors_evidence_for_its_moment(ws):
     assert moment.moment is Moment.EXPLAINED_FAILURE and moment.evidence == "it said: just rounding"
 
 
-def test_stop_met_allows(ws):
+def test_stop_met_allows_after_its_confirmation(ws):
     add_eval(ws, ok=True)
     deps = deps_for(ws)
     answer = handle_stop(stop_payload(), deps)

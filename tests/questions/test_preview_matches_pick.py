@@ -14,8 +14,8 @@ from pathlib import Path
 import yaml
 
 from quaere.agents.state import CampaignState, save_state
-from quaere.hook_install import Agent
-from quaere.hook_wiring import build_deps
+from quaere.hooks.dialect import HookDialect
+from quaere.hooks.wiring import build_deps
 from quaere.questions.ask import ask_view
 from quaere.questions.bank import load_bank
 from quaere.questions.moments import MomentsConfig, PlateauConfig
@@ -23,9 +23,11 @@ from quaere.questions.picking import QueuedQuestions
 from quaere.questions.situation import context_of
 from quaere.questions.sources import BankSource, NoQuestion
 from quaere.records import Moment
+from quaere.store import Store
+from quaere.store.pinning import init_workspace
 from quaere.task.loader import load_task
 from quaere.trace import QuestionAsked, StopAttempt, TraceEvent, TraceWriter
-from quaere.workspace import Workspace, create_workspace
+from quaere.workspace import Workspace
 
 from .helpers import evaluation, failure, said
 
@@ -61,12 +63,12 @@ def rewrite(ws: Workspace, events: list[TraceEvent]) -> None:
         writer.write(event)
 
 
-def test_the_preview_is_the_pick(tmp_path: Path, capsys) -> None:
+def test_the_preview_is_the_pick(tmp_path: Path, store: Store, capsys) -> None:
     rng = random.Random(20261201)
     bank = load_bank()
     task = load_task("cpu_softmax")
-    ws = create_workspace(tmp_path / "ws", "cpu_softmax", task.initial_kernel)
-    hook_picker = build_deps(ws, Agent.CLAUDE_CODE).questions
+    ws, _ = init_workspace(store, tmp_path / "ws", "cpu_softmax", False, tmp_path)
+    hook_picker = build_deps(ws, store, HookDialect.CLAUDE_CODE).questions
     ids = [e.id for e in bank.entries]
     agree = 0
     for case in range(CASES):

@@ -42,6 +42,9 @@ def test_the_regenerated_task_is_inferred_and_sound(regenerated: Path, cache_dir
     ids = [s.id for s in task.module.correctness_scenarios()]
     assert {"rows1-cols1", "rows129-cols128", "rows1021-cols1000"} <= set(ids) and len(ids) >= 40
     assert any(s.params["rows"] > 10**6 for s in task.module.correctness_scenarios())  # the largest that fits
+    slack = ("hidden_work_abs_ms", "hidden_work_rel", "drain_abs_ms")  # a CPU runner's, not the GPU's defaults
+    shipped = load_task("cpu_softmax").spec.timing
+    assert [getattr(task.spec.timing, k) for k in slack] == [getattr(shipped, k) for k in slack]
 
 
 def test_same_verdicts_as_the_shipped_task_on_every_fixture(regenerated: Path, cache_dir: Path, tmp_path: Path) -> None:

@@ -24,7 +24,7 @@ from typing import Any
 from quaere.hooks.dialect import DialectSpec, Event, HookDialect, Scope, spec_of
 from quaere.hooks.state import HookBudget, HookState, InstallRecord, update_state
 
-STOP_TIMEOUT_S = 600  # the Stop hook may re-time near misses through the evaluator
+STOP_TIMEOUT_S = 600  # the Stop hook may run the goal's confirming evaluation (a full one)
 OTHER_TIMEOUT_S = 120
 
 
@@ -48,7 +48,7 @@ def is_ours(handler: Any) -> bool:
 
 def hook_command(launcher: str, dialect: HookDialect, event: Event, root: Path | None = None) -> str:
     """The command line of one of our hooks; ``root`` limits it to that workspace (user-level settings)."""
-    # The Stop hook re-times near misses before they count as missed (the goal's rule).
+    # --retime is accepted and ignored by `quaere hook stop` since the goal's confirmation replaced re-timing.
     flags = " --retime" if event is Event.STOP else ""
     if root is not None:
         flags += f" --root {shlex.quote(str(root.resolve()))}"

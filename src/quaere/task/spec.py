@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 BUILD_PLACEHOLDERS = ("{source}", "{output}")
 
@@ -49,7 +49,8 @@ class TimingRule(Strict):
     """Slack of the judge's wall-clock bound: a candidate's lower quartile of (wall time - claimed device time) may
     exceed the initial kernel's by this much, or by ``hidden_work_rel`` of its device time if larger;
     beyond it the timing is ``hidden_work``. Measured on the H200 (52 configurations, two runs): two honest
-    kernels differ by up to 25 us; 50 us is twice that."""
+    kernels differ by up to 25 us; 50 us is twice that. A CPU task that leaves it out gets
+    :data:`CPU_TIMING_SLACK`'s instead (as ``hidden_work_rel`` and ``drain_abs_ms``)."""
     hidden_work_rel: float = Field(default=0.05, ge=0)
     """Relative part of the same slack (a fraction of the candidate's median device time)."""
     drain_abs_ms: float = Field(default=0.03, ge=0)
@@ -59,6 +60,14 @@ class TimingRule(Strict):
     """A timed output's sampled error may reach this multiple of the bound of the full untimed check
     (the sample's inputs are fresh, so its error varies a little): a memoized or skipped output is off by
     orders of magnitude more."""
+
+
+CPU_TIMING_SLACK: dict[str, float] = {"hidden_work_abs_ms": 0.3, "hidden_work_rel": 0.1, "drain_abs_ms": 0.3}
+"""The clock bound's slack of a ``device = "cpu"`` task, for the fields its ``[timing]`` does not give.
+:class:`TimingRule`'s own defaults are the GPU's (measured on the H200); a CPU runner's round trip jitters by
+tens of microseconds more on a loaded machine (a fast honest kernel on two busy cores exceeded the initial
+kernel's by 339 us per call), while the CPU kernels timed take milliseconds, so a forged or hidden 10% still
+stands far out of this slack."""
 
 
 class Roofline(Strict):
@@ -113,6 +122,16 @@ class TaskSpec(Strict):
     roofline: Roofline
     comparisons: tuple[ComparisonSpec, ...] = ()
     goal: Goal
+
+    @model_validator(mode="before")
+    @classmethod
+    def _device_timing_slack(cls, data: Any) -> Any:
+        """A CPU task's clock-bound slack defaults to :data:`CPU_TIMING_SLACK` (fields it sets are kept)."""
+        if isinstance(data, dict) and data.get("device") == "cpu":
+            timing = data.get("timing", {})
+            if isinstance(timing, dict):  # anything else is left for the field's own error
+                return {**data, "timing": {**CPU_TIMING_SLACK, **timing}}
+        return data
 
     @field_validator("build")
     @classmethod
