@@ -61,6 +61,15 @@ def _default_task() -> str:
     return default_task_name(gpu_present())
 
 
+def candidate_problem(candidate: Path) -> str:
+    """Why ``candidate`` (not a regular file) cannot be evaluated, in one line naming what it is."""
+    if candidate.is_dir():
+        return f"{candidate}: is a directory, not a kernel source file; name the file inside it"
+    if candidate.exists():
+        return f"{candidate}: not a regular file; the candidate must be a kernel source file"
+    return f"{candidate}: no such candidate file"
+
+
 def run_eval_command(request: EvalRequest, store: Store, cwd: Path, progress: Progress | None) -> EvalDone:
     """Everything ``quaere eval`` does after parsing; :class:`EvalCommandError` for what it refuses."""
     try:
@@ -71,7 +80,7 @@ def run_eval_command(request: EvalRequest, store: Store, cwd: Path, progress: Pr
         workspace = None
     candidate = request.candidate or (workspace.candidate if workspace else None)
     if candidate is not None and not candidate.is_file():
-        raise EvalCommandError(f"{candidate}: no such candidate file")
+        raise EvalCommandError(candidate_problem(candidate))
     try:
         if workspace is None:
             evaluation, ledger = evaluate_outside_workspace(request, cwd, _default_task(), _evaluate_here(), progress)
