@@ -12,7 +12,7 @@ from pathlib import Path
 
 from quaere.evaluate import EvalOptions, run_evaluation
 from quaere.evaluate.build import build_source
-from quaere.evaluate.messages import group_failures, one_line, printable
+from quaere.messages import group_failures, one_line, printable
 from quaere.evaluate.run import MAX_TIMEOUTS
 from quaere.records import BuildStatus, ScenarioVerdict, Verdict
 from tests.evaluate.conftest import CANDIDATES

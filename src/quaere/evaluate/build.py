@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from quaere.evaluate.messages import printable
+from quaere.messages import printable
 from quaere.records import BuildResult, BuildStatus
 from quaere.task.spec import TaskSpec
 

@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from quaere.evaluate.messages import failure_lines, group_failures, one_line, printable
+from quaere.messages import failure_lines, group_failures, one_line, printable
 from quaere.evaluate.stats import relative_spread
 from quaere.records import Evaluation, ScenarioVerdict, TimingStatus, Verdict
 
@@ -102,7 +102,8 @@ def benchmark_table(evaluation: Evaluation) -> Table:
 
 
 def failure_details(evaluation: Evaluation) -> list[str]:
-    """Lines for everything else that did not pass: build log tail, audit findings, failed timings."""
+    """Lines for everything else that did not pass: build log tail, audit findings, failed timings, and
+    timings made from fewer repetitions than the rule's (a candidate far slower than the budget)."""
     lines = []
     if not evaluation.built:
         lines += ["build failed; log tail:", printable(evaluation.build.log_tail)]
@@ -112,6 +113,8 @@ def failure_details(evaluation: Evaluation) -> list[str]:
             if t.status is TimingStatus.FAILED:
                 lines.append(f"timing {bench.scenario_id} {t.impl}: failed: "
                              f"{one_line(t.detail, evaluation.build.artifact)}")
+            elif t.status is TimingStatus.MEASURED and t.detail:
+                lines.append(f"timing {bench.scenario_id} {t.impl}: {one_line(t.detail)}")
     return lines
 
 

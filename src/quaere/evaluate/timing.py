@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import ctypes
 import gc
+import math
 import random
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -84,6 +85,8 @@ class Run:
     samples_ms: list[float] = field(default_factory=list)
     failure: str = ""
     status: TimingStatus = TimingStatus.MEASURED
+    note: str = ""
+    """Set when the implementation was too slow for its full repetition count (see :func:`plan_reps`)."""
 
     @property
     def name(self) -> str:
@@ -205,23 +208,89 @@ def _attempt(run: Run, action: Callable[[], None]) -> None:
         run.failure, run.status = f"{type(exc).__name__}: {exc}", TimingStatus.FAILED
 
 
-def time_interleaved(impls: list[Repeatable], rule: TimingRule, rng: random.Random) -> list[Run]:
-    """Runs of ``impls`` (same order) with samples or a failure, following ``rule``."""
+SLOW_ALLOWANCE = 2.0
+"""What one implementation may spend on one configuration, in units of what an honest one spends
+(``warmup_ms + budget_ms``), before it gets fewer repetitions than ``min_reps``. Without it a candidate far
+slower than the initial kernel costs two warm-up calls and ``min_reps`` timed ones per configuration (a
+slow but honest FlashAttention candidate made a full evaluation take 225 s instead of ~60 s)."""
+
+MIN_SLOW_REPS = 2
+"""The fewest timed repetitions a slow implementation gets, after a single warm-up call."""
+
+
+@dataclass(frozen=True)
+class RepPlan:
+    """How many repetitions to time, and why fewer than the rule's minimum ('' when not)."""
+
+    reps: int
+    note: str = ""
+
+
+def plan_reps(rule: TimingRule, per_call_ms: float, warm_ms: float = 0.0) -> RepPlan:
+    """The budget's repetition count for calls of ``per_call_ms``, clamped to [min_reps, max_reps]; when
+    those and the warm-up (``warm_ms``) would overrun :data:`SLOW_ALLOWANCE`, as many as fit in it (at least
+    :data:`MIN_SLOW_REPS`), said in the note. So one configuration costs an implementation at most
+    ``SLOW_ALLOWANCE * (warmup_ms + budget_ms)`` of calls, or ``1 + MIN_SLOW_REPS`` calls when one call is
+    longer than a third of that."""
+    reps = stats.reps_from_budget(rule.budget_ms, per_call_ms, rule.min_reps, rule.max_reps)
+    allowance_ms = SLOW_ALLOWANCE * (rule.warmup_ms + rule.budget_ms) - warm_ms
+    if not reps * per_call_ms > allowance_ms:
+        return RepPlan(reps)
+    fewer = min(reps, max(MIN_SLOW_REPS, math.floor(allowance_ms / per_call_ms)))
+    return RepPlan(fewer, f"far slower than the timing budget ({per_call_ms:.4g} ms a call): median of "
+                                f"{fewer} repetitions instead of {reps}")
+
+
+def _warm_up(run: Run, rule: TimingRule, counter: Iterator[int], bounded: bool) -> list[float]:
+    """Warm-up calls for ``rule.warmup_ms`` and at least two, or a single one when the implementation is
+    ``bounded`` and that call already shows it to be slow (:func:`plan_reps`)."""
+    warm: list[float] = []
+
+    def slow() -> bool:
+        return bounded and bool(warm) and bool(plan_reps(rule, warm[0], warm[0]).note)
+
+    def action() -> None:
+        deadline = time.perf_counter() + rule.warmup_ms / 1e3
+        while (len(warm) < 2 and not slow()) or time.perf_counter() < deadline:
+            warm.append(run.impl.rep(next(counter)))
+
+    _attempt(run, action)
+    return warm
+
+
+def _top_up(run: Run, plan: RepPlan, rule: TimingRule, counter: Iterator[int]) -> None:
+    """A run cut short whose timed calls proved fast after all (only its warm-up was slow) gets its full
+    repetition count: slowness in the warm-up alone never buys a smaller sample."""
+    if run.failure or not plan.note or not run.samples_ms:
+        return
+    full = plan_reps(rule, stats.median(run.samples_ms))
+    if full.note:
+        return
+    run.note = ""
+
+    def repeat() -> None:
+        while len(run.samples_ms) < full.reps:
+            run.samples_ms.append(run.impl.rep(next(counter)))
+
+    _attempt(run, repeat)
+
+
+def time_interleaved(impls: list[Repeatable], rule: TimingRule, rng: random.Random,
+                     bounded: Collection[str] = ()) -> list[Run]:
+    """Runs of ``impls`` (same order) with samples or a failure, following ``rule``. The implementations
+    named in ``bounded`` (the candidate) get fewer repetitions when they are far slower than the budget
+    (:func:`plan_reps`); the others (trusted baselines) always get the rule's count."""
     runs = [Run(impl) for impl in impls]
     counter = iter(range(1 << 62))  # every repetition, warm-up included, gets its own index (its inputs)
     plan: dict[str, list[int]] = {}
+    plans: dict[str, RepPlan] = {}
     for run in runs:
-        warm: list[float] = []
-
-        def warm_up(run: Run = run, warm: list[float] = warm) -> None:
-            deadline = time.perf_counter() + rule.warmup_ms / 1e3
-            while len(warm) < 2 or time.perf_counter() < deadline:
-                warm.append(run.impl.rep(next(counter)))
-
-        _attempt(run, warm_up)
+        warm = _warm_up(run, rule, counter, run.name in bounded)
         per_call = stats.median(warm[1:] or warm)
-        reps = stats.reps_from_budget(rule.budget_ms, per_call, rule.min_reps, rule.max_reps)
-        plan[run.name] = stats.split_into_rounds(reps, rule.rounds)
+        plans[run.name] = (plan_reps(rule, per_call, sum(warm)) if run.name in bounded
+                           else RepPlan(stats.reps_from_budget(rule.budget_ms, per_call, rule.min_reps, rule.max_reps)))
+        run.note = plans[run.name].note
+        plan[run.name] = stats.split_into_rounds(plans[run.name].reps, rule.rounds)
     for round_index in range(rule.rounds):
         order = list(runs)
         rng.shuffle(order)
@@ -235,6 +304,8 @@ def time_interleaved(impls: list[Repeatable], rule: TimingRule, rng: random.Rand
                     run.samples_ms.append(run.impl.rep(next(counter)))
 
             _attempt(run, repeat)
+    for run in runs:
+        _top_up(run, plans[run.name], rule, counter)
     return runs
 
 
@@ -244,5 +315,5 @@ def to_timing(run: Run, flops: float) -> Timing:
     median_ms = stats.median(run.samples_ms)
     return Timing(
         impl=run.name, status=TimingStatus.MEASURED, samples_ms=tuple(run.samples_ms), median_ms=median_ms,
-        spread_ms=stats.iqr(run.samples_ms), tflops=stats.tflops(flops, median_ms),
+        spread_ms=stats.iqr(run.samples_ms), tflops=stats.tflops(flops, median_ms), detail=run.note,
     )
