@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import ctypes
 import gc
-import math
 import random
 import time
 from collections.abc import Callable, Collection, Iterator
@@ -22,6 +21,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from quaere.evaluate import stats
+from quaere.evaluate.rep_plan import SLOW_ALLOWANCE, RepPlan, budget_reps, honest_cost_ms, plan_reps, warm_call_ms
 from quaere.records import Timing, TimingStatus
 from quaere.task.spec import TimingRule
 
@@ -208,46 +208,13 @@ def _attempt(run: Run, action: Callable[[], None]) -> None:
         run.failure, run.status = f"{type(exc).__name__}: {exc}", TimingStatus.FAILED
 
 
-SLOW_ALLOWANCE = 2.0
-"""What one implementation may spend on one configuration, in units of what an honest one spends
-(``warmup_ms + budget_ms``), before it gets fewer repetitions than ``min_reps``. Without it a candidate far
-slower than the initial kernel costs two warm-up calls and ``min_reps`` timed ones per configuration (a
-slow but honest FlashAttention candidate made a full evaluation take 225 s instead of ~60 s)."""
-
-MIN_SLOW_REPS = 2
-"""The fewest timed repetitions a slow implementation gets, after a single warm-up call."""
-
-
-@dataclass(frozen=True)
-class RepPlan:
-    """How many repetitions to time, and why fewer than the rule's minimum ('' when not)."""
-
-    reps: int
-    note: str = ""
-
-
-def plan_reps(rule: TimingRule, per_call_ms: float, warm_ms: float = 0.0) -> RepPlan:
-    """The budget's repetition count for calls of ``per_call_ms``, clamped to [min_reps, max_reps]; when
-    those and the warm-up (``warm_ms``) would overrun :data:`SLOW_ALLOWANCE`, as many as fit in it (at least
-    :data:`MIN_SLOW_REPS`), said in the note. So one configuration costs an implementation at most
-    ``SLOW_ALLOWANCE * (warmup_ms + budget_ms)`` of calls, or ``1 + MIN_SLOW_REPS`` calls when one call is
-    longer than a third of that."""
-    reps = stats.reps_from_budget(rule.budget_ms, per_call_ms, rule.min_reps, rule.max_reps)
-    allowance_ms = SLOW_ALLOWANCE * (rule.warmup_ms + rule.budget_ms) - warm_ms
-    if not reps * per_call_ms > allowance_ms:
-        return RepPlan(reps)
-    fewer = min(reps, max(MIN_SLOW_REPS, math.floor(allowance_ms / per_call_ms)))
-    return RepPlan(fewer, f"far slower than the timing budget ({per_call_ms:.4g} ms a call): median of "
-                                f"{fewer} repetitions instead of {reps}")
-
-
-def _warm_up(run: Run, rule: TimingRule, counter: Iterator[int], bounded: bool) -> list[float]:
+def _warm_up(run: Run, rule: TimingRule, counter: Iterator[int], allowance_ms: float | None) -> list[float]:
     """Warm-up calls for ``rule.warmup_ms`` and at least two, or a single one when the implementation is
-    ``bounded`` and that call already shows it to be slow (:func:`plan_reps`)."""
+    bounded (``allowance_ms`` given) and that call already shows it to be slow (:func:`plan_reps`)."""
     warm: list[float] = []
 
     def slow() -> bool:
-        return bounded and bool(warm) and bool(plan_reps(rule, warm[0], warm[0]).note)
+        return allowance_ms is not None and bool(warm) and bool(plan_reps(rule, warm[0], allowance_ms, warm[0]).note)
 
     def action() -> None:
         deadline = time.perf_counter() + rule.warmup_ms / 1e3
@@ -258,12 +225,15 @@ def _warm_up(run: Run, rule: TimingRule, counter: Iterator[int], bounded: bool) 
     return warm
 
 
-def _top_up(run: Run, plan: RepPlan, rule: TimingRule, counter: Iterator[int]) -> None:
+def _top_up(run: Run, plan: RepPlan, rule: TimingRule, allowance_ms: float, warm_calls: int,
+            counter: Iterator[int]) -> None:
     """A run cut short whose timed calls proved fast after all (only its warm-up was slow) gets its full
-    repetition count: slowness in the warm-up alone never buys a smaller sample."""
+    repetition count: slowness in the warm-up alone never buys a smaller sample. The plan is made again
+    as if its ``warm_calls`` warm-up calls had run at the timed calls' speed."""
     if run.failure or not plan.note or not run.samples_ms:
         return
-    full = plan_reps(rule, stats.median(run.samples_ms))
+    call_ms = stats.median(run.samples_ms)
+    full = plan_reps(rule, call_ms, allowance_ms, warm_calls * call_ms)
     if full.note:
         return
     run.note = ""
@@ -275,22 +245,42 @@ def _top_up(run: Run, plan: RepPlan, rule: TimingRule, counter: Iterator[int]) -
     _attempt(run, repeat)
 
 
+@dataclass(frozen=True)
+class _Plans:
+    reps: dict[str, RepPlan]
+    allowance_ms: float
+    """What a bounded implementation may spend (see :data:`~quaere.evaluate.rep_plan.SLOW_ALLOWANCE`)."""
+    warm_calls: dict[str, int]
+
+
+def _plans(runs: list[Run], rule: TimingRule, counter: Iterator[int], bounded: Collection[str]) -> _Plans:
+    """Warm every implementation up (the trusted ones first: their cost sets the bounded ones' allowance)
+    and plan its repetitions."""
+    plans: dict[str, RepPlan] = {}
+    warm_calls: dict[str, int] = {}
+    costs = []
+    for run in (r for r in runs if r.name not in bounded):
+        warm = _warm_up(run, rule, counter, None)
+        plans[run.name] = RepPlan(budget_reps(rule, warm_call_ms(warm)) if warm else 0)
+        costs.append(honest_cost_ms(rule, warm))
+    allowance_ms = SLOW_ALLOWANCE * (max(costs, default=0.0) or rule.warmup_ms + rule.budget_ms)
+    for run in (r for r in runs if r.name in bounded):
+        warm = _warm_up(run, rule, counter, allowance_ms)
+        plans[run.name] = plan_reps(rule, warm_call_ms(warm), allowance_ms, sum(warm)) if warm else RepPlan(0)
+        warm_calls[run.name] = len(warm)
+        run.note = plans[run.name].note
+    return _Plans(plans, allowance_ms, warm_calls)
+
+
 def time_interleaved(impls: list[Repeatable], rule: TimingRule, rng: random.Random,
                      bounded: Collection[str] = ()) -> list[Run]:
     """Runs of ``impls`` (same order) with samples or a failure, following ``rule``. The implementations
-    named in ``bounded`` (the candidate) get fewer repetitions when they are far slower than the budget
-    (:func:`plan_reps`); the others (trusted baselines) always get the rule's count."""
+    named in ``bounded`` (the candidate) get fewer repetitions when they are far slower than the trusted
+    others (:data:`SLOW_ALLOWANCE`); the trusted ones always get the rule's count."""
     runs = [Run(impl) for impl in impls]
     counter = iter(range(1 << 62))  # every repetition, warm-up included, gets its own index (its inputs)
-    plan: dict[str, list[int]] = {}
-    plans: dict[str, RepPlan] = {}
-    for run in runs:
-        warm = _warm_up(run, rule, counter, run.name in bounded)
-        per_call = stats.median(warm[1:] or warm)
-        plans[run.name] = (plan_reps(rule, per_call, sum(warm)) if run.name in bounded
-                           else RepPlan(stats.reps_from_budget(rule.budget_ms, per_call, rule.min_reps, rule.max_reps)))
-        run.note = plans[run.name].note
-        plan[run.name] = stats.split_into_rounds(plans[run.name].reps, rule.rounds)
+    plans = _plans(runs, rule, counter, bounded)
+    plan = {name: stats.split_into_rounds(p.reps, rule.rounds) for name, p in plans.reps.items()}
     for round_index in range(rule.rounds):
         order = list(runs)
         rng.shuffle(order)
@@ -305,7 +295,8 @@ def time_interleaved(impls: list[Repeatable], rule: TimingRule, rng: random.Rand
 
             _attempt(run, repeat)
     for run in runs:
-        _top_up(run, plans[run.name], rule, counter)
+        if run.name in bounded:
+            _top_up(run, plans.reps[run.name], rule, plans.allowance_ms, plans.warm_calls[run.name], counter)
     return runs
 
 
