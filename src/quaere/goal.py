@@ -166,8 +166,8 @@ def _relative_error(timing: Timing) -> float:
     return SE_PER_IQR * timing.spread_ms / math.sqrt(count) / timing.median_ms
 
 
-def _ratio_error(result: BenchmarkResult, baseline: str) -> float:
-    """Relative standard error of the ratio: both medians' relative errors in quadrature."""
+def ratio_error(result: BenchmarkResult, baseline: str) -> float:
+    """Relative standard error of the ratio: both medians' relative errors in quadrature (NaN if unknown)."""
     parts = []
     for timing in (result.timing("candidate"), result.timing(baseline)):
         parts.append(_relative_error(timing) if timing is not None else math.nan)
@@ -213,7 +213,7 @@ def judge_configuration(results: Sequence[BenchmarkResult], target: GoalTarget) 
             return FailingBenchmark(**base, ratio=ratio, ratio_error=math.nan, shortfall=hard[0], detail=hard[1])
     ratios = [r.ratio(target.baseline) for r in results]
     ratio = statistics.median(ratios)
-    errors = [_ratio_error(r, target.baseline) for r in results]
+    errors = [ratio_error(r, target.baseline) for r in results]
     error = statistics.median(errors) if all(math.isfinite(e) for e in errors) else math.nan
     if not ratio >= target.ratio:
         return FailingBenchmark(**base, ratio=ratio, ratio_error=error, shortfall=Shortfall.BELOW_TARGET)
