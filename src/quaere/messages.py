@@ -8,6 +8,7 @@ shown. The records keep the whole text; these functions only shape what a person
 from __future__ import annotations
 
 import re
+import textwrap
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -84,3 +85,14 @@ def group_failures(failures: Iterable[Failure], artifact: str = "") -> list[Shar
 def failure_lines(failures: Sequence[Failure], artifact: str = "", indent: str = "") -> list[str]:
     """One line per distinct failure (see :func:`group_failures`)."""
     return [indent + group.line() for group in group_failures(failures, artifact)]
+
+
+def fit_lines(text: str, width: int) -> str:
+    """``text`` with every line longer than ``width`` wrapped at word boundaries, its continuation lines
+    indented two spaces more than the line itself (for a terminal; piped output is left whole)."""
+    out = []
+    for line in text.splitlines():
+        indent = " " * (len(line) - len(line.lstrip(" ")) + 2)
+        out.append(textwrap.fill(line, width=width, subsequent_indent=indent, break_on_hyphens=False,
+                                 break_long_words=False) if len(line) > width else line)
+    return "\n".join(out)

@@ -56,7 +56,7 @@ def eval_command(
         if as_json:
             done = run_eval_command(request, store, Path.cwd(), None)
         else:
-            with RichProgress(console) as progress:
+            with RichProgress(console) as progress:  # drawn only on a terminal
                 done = run_eval_command(request, store, Path.cwd(), progress)
     except (ScenariosFileError, EvalCommandError) as exc:
         _fail(str(exc))

@@ -15,9 +15,11 @@ from quaere.records import Evaluation, ScenarioVerdict, TimingStatus, Verdict
 
 
 class RichProgress:
-    """A :class:`quaere.evaluate.run.Progress` drawing one bar per phase; use as a context manager."""
+    """A :class:`quaere.evaluate.run.Progress` drawing one bar per phase on a terminal, and nothing at all
+    when ``console`` is not one (piped output stays as the command's result alone); a context manager."""
 
     def __init__(self, console: Console) -> None:
+        self._shown = console.is_terminal
         self._bar = Progress(
             TextColumn("{task.description:<12}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
             TextColumn("{task.fields[label]}"), console=console, transient=False,
@@ -25,14 +27,17 @@ class RichProgress:
         self._task: int | None = None
 
     def __enter__(self) -> Self:
-        self._bar.start()
+        if self._shown:
+            self._bar.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._bar.stop()
+        if self._shown:
+            self._bar.stop()
 
     def begin(self, phase: str, total: int) -> None:
-        self._task = self._bar.add_task(phase, total=total, label="")
+        if self._shown:
+            self._task = self._bar.add_task(phase, total=total, label="")
 
     def advance(self, label: str) -> None:
         if self._task is not None:
@@ -134,6 +139,11 @@ def _not_run_line(evaluation: Evaluation) -> str:
     return f"[yellow]NOT RUN[/]: built, {audited}; no scenario was executed; {wall}"
 
 
+def _say(console: Console, text: str) -> None:
+    """One plain line: wrapped at the width on a terminal, whole when piped (one message, one line)."""
+    console.print(text, markup=False, highlight=False, soft_wrap=not console.is_terminal)
+
+
 def _print_correctness(evaluation: Evaluation, console: Console, all_rows: bool) -> None:
     rows = evaluation.correctness
     if not rows:
@@ -141,39 +151,36 @@ def _print_correctness(evaluation: Evaluation, console: Console, all_rows: bool)
     if not evaluation.ran:
         # One line, not a table of identical rows: nothing was executed.
         why = one_line(rows[0].detail)
-        console.print(f"correctness: {len(rows)} scenario(s) not run" + (f" ({why})" if why else ""),
-                      markup=False, highlight=False, soft_wrap=True)
+        _say(console, f"correctness: {len(rows)} scenario(s) not run" + (f" ({why})" if why else ""))
         return
     groups = group_failures([v for v in rows if not v.verdict.passed], evaluation.build.artifact)
     if len(rows) > 1 and len(groups) == 1 and len(groups[0].scenario_ids) == len(rows):
         # Every scenario failed alike: one line says it all.
         why = f": {groups[0].detail}" if groups[0].detail else ""
-        console.print(f"correctness: {groups[0].verdict.value} on all {len(rows)} scenarios{why}",
-                      markup=False, highlight=False, soft_wrap=True)
+        _say(console, f"correctness: {groups[0].verdict.value} on all {len(rows)} scenarios{why}")
         return
     hidden = _listed(evaluation, all_rows)[1]
-    console.print("correctness" + (f" ({hidden} passed scenarios not listed; --all lists them)" if hidden else ""),
-                  soft_wrap=True)
+    _say(console, "correctness" + (f" ({hidden} passed scenarios not listed; --all lists them)" if hidden else ""))
     console.print(correctness_table(evaluation, all_rows))
     for line in failure_summary(evaluation):
-        console.print(line, markup=False, highlight=False, soft_wrap=True)
+        _say(console, line)
 
 
 def render(evaluation: Evaluation, console: Console, all_rows: bool = False) -> None:
     """The evaluation for a person: what was built, what failed and why (each reason once), timings."""
-    console.print(f"task {evaluation.task}  candidate {evaluation.candidate_path}  sha256 "
-                  f"{evaluation.candidate_hash[:12]}", markup=False, highlight=False)
+    _say(console, f"task {evaluation.task}  candidate {evaluation.candidate_path}  sha256 "
+                  f"{evaluation.candidate_hash[:12]}")
     d = evaluation.device
-    console.print(f"device {d.name}  driver {d.driver or '-'}  clocks sm {_fmt(d.sm_clock_mhz)} MHz mem "
-                  f"{_fmt(d.mem_clock_mhz)} MHz", markup=False, highlight=False)
+    _say(console, f"device {d.name}  driver {d.driver or '-'}  clocks sm {_fmt(d.sm_clock_mhz)} MHz mem "
+                  f"{_fmt(d.mem_clock_mhz)} MHz")
     console.print(_build_line(evaluation))
     _print_correctness(evaluation, console, all_rows)
     if evaluation.benchmarks:
         console.print(benchmark_table(evaluation))
     for line in failure_details(evaluation):
-        console.print(line, markup=False, highlight=False, soft_wrap=True)
+        _say(console, line)
     if evaluation.note:
-        console.print(f"note: {printable(evaluation.note)}", markup=False, highlight=False, soft_wrap=True)
+        _say(console, f"note: {printable(evaluation.note)}")
     if not evaluation.ran:
         console.print(_not_run_line(evaluation))
         return

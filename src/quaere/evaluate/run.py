@@ -49,7 +49,9 @@ class Progress(Protocol):
         ...
 
 
-class _Silent:
+class SilentProgress:
+    """A :class:`Progress` that shows nothing (a hook, a service, piped output)."""
+
     def begin(self, phase: str, total: int) -> None:
         pass
 
@@ -240,7 +242,7 @@ def run_evaluation(task: Task, candidate: Path, options: EvalOptions, progress: 
 
     Raises :class:`~quaere.evaluate.options.ScenariosFileError` for a malformed scenarios file.
     """
-    progress = progress or _Silent()
+    progress = progress or SilentProgress()
     created_at, started = time.time(), time.monotonic()
     cache = options.cache_dir or default_cache_dir()
     seed = options.seed if options.seed is not None else secrets.randbelow(2**31)

@@ -138,9 +138,9 @@ class ServiceConfirmer:
         keep_workspace_copies(self.workspace, entry, candidate, pinned_task(self.store, registration))
 
 
-def confirmer_for(store: Store, workspace: Workspace) -> Confirmer:
-    """The store's service when it has one, else a confirmation run here."""
+def confirmer_for(store: Store, workspace: Workspace, progress: Progress | None = None) -> Confirmer:
+    """The store's service when it has one, else a confirmation run here (told to ``progress``)."""
     client = service_of(store)
     if client is not None:
         return ServiceConfirmer(client, store, workspace)
-    return LocalConfirmer(store, workspace, _evaluate_here())
+    return LocalConfirmer(store, workspace, _evaluate_here(), progress)
