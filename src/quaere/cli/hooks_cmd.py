@@ -67,6 +67,9 @@ def goal(
             status, problems = current_goal(deps)
     except (WorkspaceError, TaskError, StoreError, ServiceError) as exc:
         raise _fail(str(exc)) from None
+    except KeyboardInterrupt:
+        raise _fail("interrupted: the confirming evaluation stopped before its end; nothing was recorded, the "
+                    "goal is as it was", 130) from None
     for problem in problems:
         typer.echo(f"store: {problem}", err=True)
     if as_json:

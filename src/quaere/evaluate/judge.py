@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import signal
 import sys
 import traceback
 from pathlib import Path
@@ -106,8 +107,17 @@ def serve(requests: BinaryIO, replies: BinaryIO) -> None:
             state.close()
 
 
+PR_SET_PDEATHSIG = 1
+
+
 def main() -> None:
-    ctypes.CDLL(None).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    libc = ctypes.CDLL(None)
+    libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    # Killed with its parent (quaere eval, the service): an evaluation interrupted or killed leaves no judge
+    # behind, and the judge's death takes its runners (theirs is set the same way).
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() == 1:
+        os._exit(3)  # the parent died before the line above: nobody to serve
     sys.stdout.flush()
     replies = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # stray prints land in stderr, never in the protocol
