@@ -166,8 +166,8 @@ def _relative_error(timing: Timing) -> float:
     return SE_PER_IQR * timing.spread_ms / math.sqrt(count) / timing.median_ms
 
 
-def _ratio_error(result: BenchmarkResult, baseline: str) -> float:
-    """Relative standard error of the ratio: both medians' relative errors in quadrature."""
+def ratio_error(result: BenchmarkResult, baseline: str) -> float:
+    """Relative standard error of the ratio: both medians' relative errors in quadrature (NaN if unknown)."""
     parts = []
     for timing in (result.timing("candidate"), result.timing(baseline)):
         parts.append(_relative_error(timing) if timing is not None else math.nan)
@@ -213,7 +213,7 @@ def judge_configuration(results: Sequence[BenchmarkResult], target: GoalTarget) 
             return FailingBenchmark(**base, ratio=ratio, ratio_error=math.nan, shortfall=hard[0], detail=hard[1])
     ratios = [r.ratio(target.baseline) for r in results]
     ratio = statistics.median(ratios)
-    errors = [_ratio_error(r, target.baseline) for r in results]
+    errors = [ratio_error(r, target.baseline) for r in results]
     error = statistics.median(errors) if all(math.isfinite(e) for e in errors) else math.nan
     if not ratio >= target.ratio:
         return FailingBenchmark(**base, ratio=ratio, ratio_error=error, shortfall=Shortfall.BELOW_TARGET)
@@ -231,10 +231,19 @@ def _run_problems(evaluation: Evaluation) -> list[str]:
         return [f"build failed: {last}"]
     problems = [f"audit: {f.rule}: {f.evidence}" for f in evaluation.audit]
     if not evaluation.ran:
-        problems.append("nothing was run (no device): correctness and timing are unknown")
+        problems.append(f"{NOTHING_MEASURED}: {not_run_reason(evaluation)}")
     elif not evaluation.correctness:
         problems.append("no correctness scenario was run")
     return problems
+
+
+NOTHING_MEASURED = "nothing could be measured"
+
+
+def not_run_reason(evaluation: Evaluation) -> str:
+    """Why an evaluation that built ran nothing (no device), as the evaluator said it."""
+    detail = next((v.detail for v in evaluation.correctness if v.detail), "") or evaluation.note
+    return detail.removesuffix(": nothing was run") or "no device"
 
 
 def judge_correctness(runs: Sequence[Evaluation], expected: Sequence[str] | None) -> tuple[list[str], list[FailingScenario]]:
@@ -244,7 +253,8 @@ def judge_correctness(runs: Sequence[Evaluation], expected: Sequence[str] | None
     failing: dict[str, FailingScenario] = {}
     for run in runs:
         problems += [p for p in _run_problems(run) if p not in problems]
-        for verdict in run.failing():
+        # A run that executed nothing has no failing scenario: its problem says it measured nothing.
+        for verdict in run.failing() if run.ran else ():
             failing[verdict.scenario_id] = FailingScenario(
                 scenario_id=verdict.scenario_id, verdict=verdict.verdict, detail=verdict.detail
             )

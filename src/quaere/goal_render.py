@@ -8,7 +8,16 @@ from __future__ import annotations
 import math
 import time
 
-from quaere.goal import MARGIN_K, MAX_CONFIRMATIONS, FailingBenchmark, GoalState, GoalStatus, Shortfall
+from quaere.messages import failure_lines
+from quaere.goal import (
+    MARGIN_K,
+    MAX_CONFIRMATIONS,
+    NOTHING_MEASURED,
+    FailingBenchmark,
+    GoalState,
+    GoalStatus,
+    Shortfall,
+)
 
 
 def _fmt_ratio(value: float) -> str:
@@ -52,13 +61,21 @@ def _head(status: GoalStatus, now: float | None) -> str | None:
     return None
 
 
+def _unmeasured(status: GoalStatus) -> str | None:
+    """One line when the only thing to say is that no evaluation of this version could run (no device)."""
+    if status.failing_scenarios or status.failing_benchmarks or not status.problems:
+        return None
+    if not all(p.startswith(NOTHING_MEASURED) for p in status.problems):
+        return None
+    return (f"goal: {status.state.value.upper()} — {status.problems[-1]}; candidate "
+            f"{status.candidate_hash[:12]} was only built and audited: evaluate it where the task's device is")
+
+
 def _details(status: GoalStatus) -> list[str]:
     lines: list[str] = []
     if status.failing_scenarios:
         lines.append(f"correctness: {len(status.failing_scenarios)} of {status.scenarios_checked} scenarios fail")
-        lines += [
-            f"  {f.scenario_id}: {f.verdict.value}{': ' + f.detail if f.detail else ''}" for f in status.failing_scenarios
-        ]
+        lines += failure_lines(status.failing_scenarios, indent="  ")
     elif status.scenarios_checked:
         lines.append(f"correctness: all {status.scenarios_checked} scenarios pass")
     if status.failing_benchmarks:
@@ -77,7 +94,7 @@ def _details(status: GoalStatus) -> list[str]:
 
 def render_goal(status: GoalStatus, now: float | None = None) -> str:
     """Concise text: the verdict, then every failing item with its numbers."""
-    head = _head(status, now)
+    head = _head(status, now) or _unmeasured(status)
     if head is not None:
         return head
     runs = f", {status.full_runs} full evaluation{'s' if status.full_runs != 1 else ''} pooled" if status.full_runs else ""

@@ -134,6 +134,8 @@ class LocalConfirmer:
     store: Store
     workspace: Workspace
     evaluate: Evaluate
+    progress: Progress | None = None
+    """Told how the confirming evaluation goes (a bar on a terminal); None: silent, as in the Stop hook."""
 
     def confirm(self, candidate_hash: str) -> None:
         from quaere.workspace import content_hash
@@ -144,7 +146,8 @@ class LocalConfirmer:
             return  # the file changed since the goal was read: the next check judges the new version
         task = pinned_task(self.store, registration)
         entry = record_evaluation(
-            self.store, registration, task, candidate, EvalOptions(), Starter.CONFIRMATION, self.evaluate
+            self.store, registration, task, candidate, EvalOptions(), Starter.CONFIRMATION, self.evaluate,
+            self.progress,
         )
         keep_workspace_copies(self.workspace, entry, candidate, task)
 

@@ -69,6 +69,10 @@ class EvaluationDone(Event):
         default_factory=dict, description="Per benchmark scenario: candidate speedup over the goal baseline."
     )
     geomean_ratio: float | None = Field(default=None, description="Geomean of ratios; None when nothing was timed.")
+    geomean_error: float | None = Field(
+        default=None, description="Relative standard error of geomean_ratio (0.02 = 2 %), from each configuration's "
+        "measured spread; None when unknown."
+    )
     above_roofline: tuple[str, ...] = Field(default=(), description="Scenarios timed faster than their floor.")
     comparison_ratios: dict[str, float] = Field(
         default_factory=dict, description="Per scenario: candidate speedup over the best comparison."

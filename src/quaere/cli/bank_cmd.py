@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 from typing import Annotated
 
@@ -24,7 +25,7 @@ BankDir = Annotated[Path | None, typer.Option("--dir", help="A folder of bank YA
 
 
 def _console() -> Console:
-    return Console(highlight=False, soft_wrap=False, width=140)
+    return Console(highlight=False)
 
 
 def _fail(message: str, code: int = 2) -> typer.Exit:
@@ -118,6 +119,7 @@ def show_command(
         e = bank.by_id(entry_id)
     except KeyError as exc:
         raise _fail(str(exc.args[0])) from None
+    width = _console().width
     for label, value in (
         ("id", e.id),
         ("group", f"{e.group} ({e.set.value})"),
@@ -128,7 +130,7 @@ def show_command(
         ("asked when", _conditions(e)),
         ("provenance", provenance_note(e.provenance)),
     ):
-        typer.echo(f"{label:>10}: {value}")
+        typer.echo(textwrap.fill(value, width=width, initial_indent=f"{label:>10}: ", subsequent_indent=" " * 12))
 
 
 def _conditions(e: BankEntry) -> str:

@@ -11,6 +11,10 @@ import typer
 
 EXIT_NOT_CORRECT = 1
 EXIT_BAD_INPUT = 2
+EXIT_INTERRUPTED = 130  # as a shell reports a process ended by SIGINT
+
+INTERRUPTED = ("interrupted: the evaluation stopped before its end, and its judge and runners with it; nothing was "
+               "signed into the store nor written to the ledger (only the build cache keeps the build)")
 
 
 def _fail(message: str) -> None:
@@ -61,10 +65,13 @@ def eval_command(
             if as_json:
                 done = run_eval_command(request, store, Path.cwd(), None, evaluate)
             else:
-                with RichProgress(console) as progress:
+                with RichProgress(console) as progress:  # drawn only on a terminal
                     done = run_eval_command(request, store, Path.cwd(), progress, evaluate)
     except (ScenariosFileError, EvalCommandError, PoolError) as exc:
         _fail(str(exc))
+    except KeyboardInterrupt:
+        typer.echo(INTERRUPTED, err=True)
+        raise typer.Exit(EXIT_INTERRUPTED) from None
     evaluation = done.evaluation
     if as_json:
         record = done.entry if done.entry is not None else evaluation

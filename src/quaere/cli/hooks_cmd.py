@@ -46,27 +46,37 @@ def goal(
     Judged on the signed store only: full evaluations of the pinned task, pooled, with a margin over each
     target, and a confirming evaluation that quaere starts itself.
     """
+    from rich.console import Console
+
+    from quaere.evaluate.display import RichProgress
     from quaere.goal_render import render_goal
     from quaere.hooks.handlers import current_goal
     from quaere.hooks.wiring import build_deps
+    from quaere.messages import fit_lines
     from quaere.serve.access import confirmer_for
     from quaere.serve.client import ServiceError
     from quaere.store import Store, StoreError, default_store_root
 
     store = Store(default_store_root(os.environ))
+    console = Console(highlight=False)
     try:
         workspace = open_workspace(path)
-        deps = build_deps(workspace, store, HookDialect.CLAUDE_CODE,
-                          confirmer=confirmer_for(store, workspace) if confirm else None)
-        status, problems = current_goal(deps)
+        with RichProgress(console if not as_json else Console(stderr=True, force_terminal=False)) as progress:
+            deps = build_deps(workspace, store, HookDialect.CLAUDE_CODE,
+                              confirmer=confirmer_for(store, workspace, progress) if confirm else None)
+            status, problems = current_goal(deps)
     except (WorkspaceError, TaskError, StoreError, ServiceError) as exc:
         raise _fail(str(exc)) from None
+    except KeyboardInterrupt:
+        raise _fail("interrupted: the confirming evaluation stopped before its end; nothing was recorded, the "
+                    "goal is as it was", 130) from None
     for problem in problems:
         typer.echo(f"store: {problem}", err=True)
     if as_json:
         typer.echo(status.model_dump_json(indent=2))
     else:
-        typer.echo(render_goal(status, time.time()))
+        text = render_goal(status, time.time())
+        typer.echo(fit_lines(text, console.width) if console.is_terminal else text)
     raise typer.Exit(0 if status.met else 1)
 
 

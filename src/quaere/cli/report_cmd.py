@@ -69,6 +69,9 @@ def export(
     k: Annotated[int, typer.Option("--k", min=1, help="As for quaere report.")] = DEFAULT_K,
 ) -> None:
     """Write the publication bundle: final kernel, ledger, questions, scrubbed trace, task, manifest."""
+    from rich.console import Console
+
+    from quaere.evaluate.display import RichProgress
     from quaere.report.export import ExportError, export_bundle
     from quaere.report.inputs import bank_catalog
     from quaere.report.secrets import secret_values
@@ -80,7 +83,8 @@ def export(
     try:
         ws = open_workspace(workspace)
         catalog, _ = bank_catalog()
-        manifest = export_bundle(ws, out, catalog, secret_values(os.environ), k=k)
+        with RichProgress(Console()) as progress:
+            manifest = export_bundle(ws, out, catalog, secret_values(os.environ), k=k, progress=progress)
     except (WorkspaceError, ExportError) as exc:
         raise _fail(str(exc)) from None
     typer.echo(f"wrote {out}: {len(manifest['files'])} files, manifest {out / 'manifest.json'}")
@@ -112,7 +116,12 @@ def verify(
     typer.echo(f"method: {method or 'not recorded (a campaign from before methods)'}, as the trace records it")
     if not rerun:
         return
-    outcome = rerun_final_kernel(bundle, QuaereEvaluator())
+    from rich.console import Console
+
+    from quaere.evaluate.display import RichProgress
+
+    with RichProgress(Console()) as progress:
+        outcome = rerun_final_kernel(bundle, QuaereEvaluator(progress))
     typer.echo(f"re-run: {outcome.status.value}: {outcome.detail}")
     if outcome.status is RerunStatus.FAILED:
         raise typer.Exit(1)

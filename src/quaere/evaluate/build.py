@@ -20,6 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from quaere.messages import printable
 from quaere.records import BuildResult, BuildStatus
 from quaere.task.spec import TaskSpec
 
@@ -72,7 +73,8 @@ def parse_depfile(text: str) -> tuple[str, ...]:
 
 
 def _tail(text: str, lines: int = LOG_TAIL_LINES) -> str:
-    return "\n".join(text.rstrip().splitlines()[-lines:])
+    """The log's last lines, control bytes removed (a binary file's diagnostics quote its raw bytes)."""
+    return "\n".join(printable(text).rstrip().splitlines()[-lines:])
 
 
 def _headers_digest(headers: tuple[str, ...]) -> str:
@@ -98,19 +100,29 @@ def _file_sha256(path: Path) -> str:
         return ""
 
 
-def _cached(folder: Path) -> tuple[BuildResult | None, str]:
+def _for_source(result: BuildResult, saved: dict, template: str, source: Path, folder: Path) -> BuildResult:
+    """A cached build's record as the build of ``source``: the same bytes may have been built first from
+    another file (the cache is shared), and the record must name the file that was evaluated."""
+    command = render_command(template, source, folder / ARTIFACT_NAME, folder / DEPFILE_NAME)
+    first = saved.get("source")
+    log_tail = result.log_tail.replace(first, str(source)) if isinstance(first, str) and first else result.log_tail
+    return result.model_copy(update={"command": command, "log_tail": log_tail})
+
+
+def _cached(folder: Path, template: str, source: Path) -> tuple[BuildResult | None, str]:
     """A previous successful build in ``folder`` whose headers are unchanged and whose artifact still has
-    the sha256 recorded when it was built; else None and, when the artifact was changed, why."""
+    the sha256 recorded when it was built, recorded as the build of ``source``; else None and, when the
+    artifact was changed, why."""
     try:
         saved = json.loads((folder / RECORD_NAME).read_text())
         result = BuildResult.model_validate(saved["result"])
-    except (OSError, ValueError, KeyError):
+    except (OSError, ValueError, KeyError, TypeError):
         return None, ""
     if not Path(result.artifact).exists() or _headers_digest(result.included_headers) != saved.get("headers"):
         return None, ""
     if _file_sha256(Path(result.artifact)) != saved.get("artifact_sha256"):
         return None, f"[quaere] the cached {result.artifact} no longer had the sha256 recorded at its build: rebuilt"
-    return result, ""
+    return _for_source(result, saved, template, source, folder), ""
 
 
 def build_source(
@@ -122,7 +134,7 @@ def build_source(
     source_bytes = source.read_bytes()
     key = build_key(spec.build, source_bytes)
     final = cache_dir / key
-    cached, stale = _cached(final)
+    cached, stale = _cached(final, spec.build, source)
     if cached is not None:
         return cached
     cache_dir.mkdir(parents=True, exist_ok=True)
@@ -159,7 +171,7 @@ def build_source(
         status=BuildStatus.OK, command=shown, artifact=str(final / ARTIFACT_NAME), log_tail=_tail(log),
         included_headers=headers, duration_s=duration,
     )
-    record = {"result": result.model_dump(mode="json"), "headers": _headers_digest(headers),
+    record = {"result": result.model_dump(mode="json"), "headers": _headers_digest(headers), "source": str(source),
               "artifact_sha256": _file_sha256(scratch / ARTIFACT_NAME)}
     (scratch / RECORD_NAME).write_text(json.dumps(record))
     shutil.rmtree(final, ignore_errors=True)

@@ -77,7 +77,7 @@ class LocalJudging:
 
     def check(self, scenarios: Sequence[Scenario], progress: Progress) -> tuple[ScenarioVerdict, ...]:
         progress.begin("correctness", len(scenarios))
-        verdicts = check_scenarios(self.session, scenarios, 0,
+        verdicts = check_scenarios(self.session, scenarios, (),
                                    lambda v: progress.advance(f"{v.scenario_id}: {v.verdict.value}"))
         return tuple(verdicts)
 
@@ -108,5 +108,7 @@ class LocalExecutor:
         session = JudgeSession(job, self.cache, self.environment)
         try:
             yield LocalJudging(session, local_placement(job.device, self.environment))
-        finally:
-            session.close()
+        except BaseException as exc:
+            session.close(type(exc))  # interrupted or failing: the judge is killed, not waited for
+            raise
+        session.close()

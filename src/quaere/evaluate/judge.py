@@ -108,12 +108,17 @@ def serve(requests: BinaryIO, replies: BinaryIO) -> None:
             state.close()
 
 
+PR_SET_PDEATHSIG = 1
+
+
 def main() -> None:
     libc = ctypes.CDLL(None)
     libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
-    # Die with the process that started it (a pool actor killed mid-request, or quaere eval): a judge left
-    # timing on a GPU would disturb the next judge Ray puts there. Its runners die with it in turn.
+    # Killed with its parent (quaere eval, the service): an evaluation interrupted or killed leaves no judge
+    # behind, and the judge's death takes its runners (theirs is set the same way).
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() == 1:
+        os._exit(3)  # the parent died before the line above: nobody to serve
     sys.stdout.flush()
     replies = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # stray prints land in stderr, never in the protocol

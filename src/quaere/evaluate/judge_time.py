@@ -276,7 +276,7 @@ def time_scenario(state: JudgeState, scenario: Scenario, seed: int, rule: Rule, 
     settled: dict[str, Timing] = {}
     try:
         impls = _prepare(ctx, comparisons, natives, settled)
-        runs = time_interleaved(impls, timing, random.Random(seed))
+        runs = time_interleaved(impls, timing, random.Random(seed), bounded=("candidate",))
         flops = float(module.flops(scenario))
         for run in runs:
             native = natives.get(run.name)

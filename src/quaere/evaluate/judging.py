@@ -27,9 +27,16 @@ from quaere.task.spec import TimingRule
 Device = Literal["cpu", "cuda"]
 """A task's device (``TaskSpec.device``): what kind of judge it needs."""
 
-MAX_TIMEOUTS = 3
+MAX_TIMEOUTS = 2
 """After this many scenarios timed out, the rest are not run: a kernel that hangs would otherwise cost
-every scenario's full time limit (20 scenarios x 20 s on the CPU task)."""
+every scenario's full time limit (20 scenarios x 20 s on the CPU task). Two, not one: a single timeout
+can be one pathological shape; the same failure twice says the kernel hangs."""
+
+
+def skipped_after_timeouts(timed_out: Sequence[str], timeout_s: float) -> str:
+    """The reason given to every scenario skipped after :data:`MAX_TIMEOUTS` timeouts."""
+    return (f"not run: scenarios {', '.join(timed_out)} each timed out (limit {timeout_s:g} s); "
+            f"after {MAX_TIMEOUTS} timeouts the rest are skipped")
 
 
 @dataclass(frozen=True)
@@ -158,23 +165,25 @@ class JudgeSession:
         notes = tuple(n for n in (self.supervisor.clock_note, guard.note, guard.inactive) if n)
         return SessionReport(isolation=self.supervisor.isolation, findings=findings, notes=notes)
 
-    def close(self) -> None:
+    def close(self, failing: type[BaseException] | None = None) -> None:
+        """End the judge: gracefully, or at once when ``failing`` (the exception type unwinding, e.g. Ctrl-C's
+        KeyboardInterrupt) says nobody waits for its answers."""
         try:
-            self.supervisor.__exit__(None, None, None)
+            self.supervisor.__exit__(failing, None, None)
         finally:
             shutil.rmtree(self.log_dir, ignore_errors=True)
 
 
-def check_scenarios(session: JudgeSession, scenarios: Sequence[Scenario], timeouts_before: int,
+def check_scenarios(session: JudgeSession, scenarios: Sequence[Scenario], timed_out_before: Sequence[str],
                     done: Callable[[ScenarioVerdict], None]) -> list[ScenarioVerdict]:
-    """Verdicts on ``scenarios`` in order; once ``MAX_TIMEOUTS`` scenarios timed out (``timeouts_before``
-    of them elsewhere, e.g. on another judge of the pool) the rest are ``not_run``. ``done`` hears each."""
+    """Verdicts on ``scenarios`` in order; once ``MAX_TIMEOUTS`` scenarios timed out (``timed_out_before``
+    names those that did elsewhere, e.g. on another judge of the pool) the rest are ``not_run``. ``done``
+    hears each."""
     verdicts: list[ScenarioVerdict] = []
     for scenario in scenarios:
-        timeouts = timeouts_before + sum(v.verdict is Verdict.TIMED_OUT for v in verdicts)
-        if timeouts >= MAX_TIMEOUTS:
-            why = (f"not run: the candidate timed out on {timeouts} scenarios "
-                   f"(limit {session.job.scenario_timeout_s:g} s each)")
+        timed_out = [*timed_out_before, *(v.scenario_id for v in verdicts if v.verdict is Verdict.TIMED_OUT)]
+        if len(timed_out) >= MAX_TIMEOUTS:
+            why = skipped_after_timeouts(timed_out, session.job.scenario_timeout_s)
             verdict = ScenarioVerdict(scenario_id=scenario.id, verdict=Verdict.NOT_RUN, seed=session.job.seed,
                                       detail=why)
         else:

@@ -157,10 +157,10 @@ class JudgeActor:
         self.current = (bundle.key, session)
         return session
 
-    def check(self, bundle: JobBundle, scenarios: Sequence[Scenario], timeouts_before: int) -> UnitResult:
+    def check(self, bundle: JobBundle, scenarios: Sequence[Scenario], timed_out_before: Sequence[str]) -> UnitResult:
         """Verdicts on ``scenarios`` (see :func:`~quaere.evaluate.judging.check_scenarios`)."""
         session = self._session(bundle)
-        verdicts = check_scenarios(session, scenarios, timeouts_before, lambda _: None)
+        verdicts = check_scenarios(session, scenarios, timed_out_before, lambda _: None)
         return UnitResult(self.placement, session.report(), verdicts=tuple(verdicts))
 
     def time(self, bundle: JobBundle, scenario: Scenario) -> UnitResult:

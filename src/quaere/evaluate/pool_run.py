@@ -71,15 +71,14 @@ class PoolRun:
     def check(self, scenarios: Sequence[Scenario], progress: Progress) -> tuple[ScenarioVerdict, ...]:
         progress.begin("correctness", len(scenarios))
         results: dict[int, tuple[ScenarioVerdict, ...]] = {}
-        timeouts = 0
+        timed_out: list[str] = []
 
         def submit(actor: Any, unit: Unit) -> Any:
-            return actor.check.remote(self.bundle, unit.scenarios, timeouts)
+            return actor.check.remote(self.bundle, unit.scenarios, tuple(timed_out))
 
         def done(unit: Unit, result: UnitResult) -> None:
-            nonlocal timeouts
             results[unit.index] = result.verdicts
-            timeouts += sum(v.verdict is Verdict.TIMED_OUT for v in result.verdicts)
+            timed_out.extend(v.scenario_id for v in result.verdicts if v.verdict is Verdict.TIMED_OUT)
             for v in result.verdicts:
                 progress.advance(f"{v.scenario_id}: {v.verdict.value}")
 

@@ -46,7 +46,9 @@ class Progress(Protocol):
         ...
 
 
-class _Silent:
+class SilentProgress:
+    """A :class:`Progress` that shows nothing (a hook, a service, piped output)."""
+
     def begin(self, phase: str, total: int) -> None:
         pass
 
@@ -119,7 +121,7 @@ def run_evaluation(task: Task, candidate: Path, options: EvalOptions, progress: 
     every scenario in turn; a pool of :mod:`quaere.evaluate.pool` spreads it over Ray actors).
     Raises :class:`~quaere.evaluate.options.ScenariosFileError` for a malformed scenarios file.
     """
-    progress = progress or _Silent()
+    progress = progress or SilentProgress()
     created_at, started = time.time(), time.monotonic()
     cache = options.cache_dir or default_cache_dir()
     executor = executor or LocalExecutor(cache, process_environment())

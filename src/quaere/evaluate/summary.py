@@ -34,6 +34,18 @@ def best_comparison_ratio(bench: BenchmarkResult) -> float:
     return bench.ratio(min(comparisons, key=lambda t: t.median_ms).impl)
 
 
+def geomean_error(evaluation: Evaluation, spec: TaskSpec, ids: list[str]) -> float | None:
+    """Relative standard error of the geomean of the ``ids`` configurations' ratios: in log space the
+    mean of n terms, each with its ratio's relative error, so sqrt(sum of squares) / n; None if unknown."""
+    from quaere.goal import ratio_error
+
+    baseline = spec.goal.targets[0].baseline
+    errors = [ratio_error(b, baseline) for b in evaluation.benchmarks if b.scenario_id in ids]
+    if not errors or not all(math.isfinite(e) for e in errors):
+        return None
+    return math.sqrt(sum(e * e for e in errors)) / len(errors)
+
+
 def to_trace_event(evaluation: Evaluation, spec: TaskSpec) -> EvaluationDone:
     ratios = goal_ratios(evaluation, spec)
     comparison_ratios = {
@@ -46,6 +58,7 @@ def to_trace_event(evaluation: Evaluation, spec: TaskSpec) -> EvaluationDone:
         failing=tuple(v.scenario_id for v in evaluation.failing()),
         ratios=ratios,
         geomean_ratio=mean if math.isfinite(mean) else None,
+        geomean_error=geomean_error(evaluation, spec, list(ratios)) if math.isfinite(mean) else None,
         above_roofline=tuple(b.scenario_id for b in evaluation.benchmarks if b.suspect),
         comparison_ratios=comparison_ratios,
     )

@@ -179,8 +179,13 @@ class Supervisor:
     def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
         if self._judge is not None:
+            if exc_type is not None:
+                # Interrupted (Ctrl-C) or failing: the judge may be waiting out a runner's time limit, and
+                # a graceful close would wait with it. Killed, it takes its runners along (their
+                # PR_SET_PDEATHSIG).
+                self._judge.kill()
             self._judge.close()
             self._judge = None
 

@@ -14,13 +14,14 @@ import ctypes
 import gc
 import random
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from quaere.evaluate import stats
+from quaere.evaluate.rep_plan import SLOW_ALLOWANCE, RepPlan, budget_reps, honest_cost_ms, plan_reps, warm_call_ms
 from quaere.records import Timing, TimingStatus
 from quaere.task.spec import TimingRule
 
@@ -84,6 +85,8 @@ class Run:
     samples_ms: list[float] = field(default_factory=list)
     failure: str = ""
     status: TimingStatus = TimingStatus.MEASURED
+    note: str = ""
+    """Set when the implementation was too slow for its full repetition count (see :func:`plan_reps`)."""
 
     @property
     def name(self) -> str:
@@ -205,23 +208,79 @@ def _attempt(run: Run, action: Callable[[], None]) -> None:
         run.failure, run.status = f"{type(exc).__name__}: {exc}", TimingStatus.FAILED
 
 
-def time_interleaved(impls: list[Repeatable], rule: TimingRule, rng: random.Random) -> list[Run]:
-    """Runs of ``impls`` (same order) with samples or a failure, following ``rule``."""
+def _warm_up(run: Run, rule: TimingRule, counter: Iterator[int], allowance_ms: float | None) -> list[float]:
+    """Warm-up calls for ``rule.warmup_ms`` and at least two, or a single one when the implementation is
+    bounded (``allowance_ms`` given) and that call already shows it to be slow (:func:`plan_reps`)."""
+    warm: list[float] = []
+
+    def slow() -> bool:
+        return allowance_ms is not None and bool(warm) and bool(plan_reps(rule, warm[0], allowance_ms, warm[0]).note)
+
+    def action() -> None:
+        deadline = time.perf_counter() + rule.warmup_ms / 1e3
+        while (len(warm) < 2 and not slow()) or time.perf_counter() < deadline:
+            warm.append(run.impl.rep(next(counter)))
+
+    _attempt(run, action)
+    return warm
+
+
+def _top_up(run: Run, plan: RepPlan, rule: TimingRule, allowance_ms: float, warm_calls: int,
+            counter: Iterator[int]) -> None:
+    """A run cut short whose timed calls proved fast after all (only its warm-up was slow) gets its full
+    repetition count: slowness in the warm-up alone never buys a smaller sample. The plan is made again
+    as if its ``warm_calls`` warm-up calls had run at the timed calls' speed."""
+    if run.failure or not plan.note or not run.samples_ms:
+        return
+    call_ms = stats.median(run.samples_ms)
+    full = plan_reps(rule, call_ms, allowance_ms, warm_calls * call_ms)
+    if full.note:
+        return
+    run.note = ""
+
+    def repeat() -> None:
+        while len(run.samples_ms) < full.reps:
+            run.samples_ms.append(run.impl.rep(next(counter)))
+
+    _attempt(run, repeat)
+
+
+@dataclass(frozen=True)
+class _Plans:
+    reps: dict[str, RepPlan]
+    allowance_ms: float
+    """What a bounded implementation may spend (see :data:`~quaere.evaluate.rep_plan.SLOW_ALLOWANCE`)."""
+    warm_calls: dict[str, int]
+
+
+def _plans(runs: list[Run], rule: TimingRule, counter: Iterator[int], bounded: Collection[str]) -> _Plans:
+    """Warm every implementation up (the trusted ones first: their cost sets the bounded ones' allowance)
+    and plan its repetitions."""
+    plans: dict[str, RepPlan] = {}
+    warm_calls: dict[str, int] = {}
+    costs = []
+    for run in (r for r in runs if r.name not in bounded):
+        warm = _warm_up(run, rule, counter, None)
+        plans[run.name] = RepPlan(budget_reps(rule, warm_call_ms(warm)) if warm else 0)
+        costs.append(honest_cost_ms(rule, warm))
+    allowance_ms = SLOW_ALLOWANCE * (max(costs, default=0.0) or rule.warmup_ms + rule.budget_ms)
+    for run in (r for r in runs if r.name in bounded):
+        warm = _warm_up(run, rule, counter, allowance_ms)
+        plans[run.name] = plan_reps(rule, warm_call_ms(warm), allowance_ms, sum(warm)) if warm else RepPlan(0)
+        warm_calls[run.name] = len(warm)
+        run.note = plans[run.name].note
+    return _Plans(plans, allowance_ms, warm_calls)
+
+
+def time_interleaved(impls: list[Repeatable], rule: TimingRule, rng: random.Random,
+                     bounded: Collection[str] = ()) -> list[Run]:
+    """Runs of ``impls`` (same order) with samples or a failure, following ``rule``. The implementations
+    named in ``bounded`` (the candidate) get fewer repetitions when they are far slower than the trusted
+    others (:data:`SLOW_ALLOWANCE`); the trusted ones always get the rule's count."""
     runs = [Run(impl) for impl in impls]
     counter = iter(range(1 << 62))  # every repetition, warm-up included, gets its own index (its inputs)
-    plan: dict[str, list[int]] = {}
-    for run in runs:
-        warm: list[float] = []
-
-        def warm_up(run: Run = run, warm: list[float] = warm) -> None:
-            deadline = time.perf_counter() + rule.warmup_ms / 1e3
-            while len(warm) < 2 or time.perf_counter() < deadline:
-                warm.append(run.impl.rep(next(counter)))
-
-        _attempt(run, warm_up)
-        per_call = stats.median(warm[1:] or warm)
-        reps = stats.reps_from_budget(rule.budget_ms, per_call, rule.min_reps, rule.max_reps)
-        plan[run.name] = stats.split_into_rounds(reps, rule.rounds)
+    plans = _plans(runs, rule, counter, bounded)
+    plan = {name: stats.split_into_rounds(p.reps, rule.rounds) for name, p in plans.reps.items()}
     for round_index in range(rule.rounds):
         order = list(runs)
         rng.shuffle(order)
@@ -235,6 +294,9 @@ def time_interleaved(impls: list[Repeatable], rule: TimingRule, rng: random.Rand
                     run.samples_ms.append(run.impl.rep(next(counter)))
 
             _attempt(run, repeat)
+    for run in runs:
+        if run.name in bounded:
+            _top_up(run, plans.reps[run.name], rule, plans.allowance_ms, plans.warm_calls[run.name], counter)
     return runs
 
 
@@ -244,5 +306,5 @@ def to_timing(run: Run, flops: float) -> Timing:
     median_ms = stats.median(run.samples_ms)
     return Timing(
         impl=run.name, status=TimingStatus.MEASURED, samples_ms=tuple(run.samples_ms), median_ms=median_ms,
-        spread_ms=stats.iqr(run.samples_ms), tflops=stats.tflops(flops, median_ms),
+        spread_ms=stats.iqr(run.samples_ms), tflops=stats.tflops(flops, median_ms), detail=run.note,
     )

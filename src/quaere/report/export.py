@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from quaere import __version__
+from quaere.evaluate.run import Progress, SilentProgress
 from quaere.jsonl import read_lines
 from quaere.report.campaign_report import DEFAULT_K
 from quaere.report.inputs import CampaignInputs, load_inputs, load_report
@@ -92,9 +93,15 @@ def write_manifest(root: Path, fields: dict[str, Any]) -> dict[str, Any]:
     return manifest
 
 
-def _fill(root: Path, workspace: Workspace, catalog: Catalog, secrets: Mapping[str, str], k: int) -> dict[str, Any]:
+EXPORT_STEPS = 5
+"""How many times :func:`_fill` advances its progress (reading, sources, ledger and trace, report, secrets)."""
+
+
+def _fill(root: Path, workspace: Workspace, catalog: Catalog, secrets: Mapping[str, str], k: int,
+          progress: Progress) -> dict[str, Any]:
     values = tuple(secrets.values())
     inputs = load_inputs(workspace)
+    progress.advance("workspace read")
     (root / "kernel").mkdir()
     (root / "kernel" / workspace.candidate_name).write_bytes(_final_source(workspace, inputs))
     (root / "candidates").mkdir()
@@ -102,13 +109,17 @@ def _fill(root: Path, workspace: Workspace, catalog: Catalog, secrets: Mapping[s
     for digest, source in inputs.sources.items():
         (root / "candidates" / f"{digest}{suffix}").write_bytes(source)
     shutil.copytree(resolve_task_folder(workspace.task), root / "task", ignore=_TASK_IGNORE)
+    progress.advance(f"{len(inputs.sources)} kernel versions and the task copied")
     _write_jsonl(root / "ledger.jsonl", list(read_lines(workspace.ledger).objects), values)
     _write_jsonl(root / "trace.jsonl", list(read_lines(workspace.trace).objects), values)
+    progress.advance("ledger and trace scrubbed")
     report = load_report(workspace, catalog, k=k, inputs=inputs)
     _write_jsonl(root / "questions.jsonl", [q.model_dump(mode="json") for q in report.questions], values)
     (root / "report.json").write_text(json.dumps(redact_data(report.model_dump(mode="json"), values), indent=1))
     (root / "tool.json").write_text(json.dumps({"quaere_version": __version__}) + "\n")
+    progress.advance("report computed")
     _check_verbatim(root, ("kernel", "candidates", "task"), secrets)
+    progress.advance("no secret in the verbatim files")
     return {
         "quaere_version": __version__,
         "task": workspace.task,
@@ -119,13 +130,17 @@ def _fill(root: Path, workspace: Workspace, catalog: Catalog, secrets: Mapping[s
 
 
 def export_bundle(
-    workspace: Workspace, out: Path, catalog: Catalog, secrets: Mapping[str, str], k: int = DEFAULT_K
+    workspace: Workspace, out: Path, catalog: Catalog, secrets: Mapping[str, str], k: int = DEFAULT_K,
+    progress: Progress | None = None,
 ) -> dict[str, Any]:
     """Write the bundle of ``workspace`` to ``out`` (which must not exist or be empty); return the manifest.
 
     ``secrets`` maps an environment variable's name to its value (see
     :func:`quaere.report.secrets.secret_values`); every value is scrubbed or, in a verbatim file, refused.
+    ``progress`` is told each step (:data:`EXPORT_STEPS` of them).
     """
+    progress = progress or SilentProgress()
+    progress.begin("export", EXPORT_STEPS)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise ExportError(f"{out}: already exists and is not an empty folder; choose a new path")
     staging = out.parent / f".{out.name}.partial"
@@ -133,7 +148,7 @@ def export_bundle(
         shutil.rmtree(staging)
     staging.mkdir(parents=True)
     try:
-        fields = _fill(staging, workspace, catalog, secrets, k)
+        fields = _fill(staging, workspace, catalog, secrets, k, progress)
         manifest = write_manifest(staging, fields)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)

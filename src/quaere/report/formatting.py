@@ -17,6 +17,16 @@ def gain(value: float | None) -> str:
     return "-" if value is None or not math.isfinite(value) else f"{value:+.3f}"
 
 
+REJECTION_WORDS = {"same_candidate": "same kernel, timed again", "within_spread": "within the measured spread"}
+
+
+def question_gain(value: float | None, raw: float | None, rejected: str | None) -> str:
+    """A question's gain, or the rise it did not get credit for and why (see ``report.attribution``)."""
+    if rejected is None:
+        return gain(value)
+    return f"0 ({gain(raw)}: {REJECTION_WORDS.get(rejected, rejected)})"
+
+
 def number(value: float | None, digits: int = 1) -> str:
     return "-" if value is None or not math.isfinite(value) else f"{value:.{digits}f}"
 

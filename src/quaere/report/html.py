@@ -81,7 +81,8 @@ def _groups(groups: Sequence[GainGroup], title: str) -> str:
 def _gains(gains: Sequence[QuestionGain]) -> str:
     rows = [
         (str(g.question.number), g.question.kind.value, g.question.group, g.question.moment.value,
-         fmt.ratio(g.best_before), fmt.ratio(g.best_after), fmt.gain(g.gain), g.question.text)
+         fmt.ratio(g.best_before), fmt.ratio(g.best_after),
+         fmt.question_gain(g.gain, g.raw_gain, g.rejected.value if g.rejected else None), g.question.text)
         for g in gains
     ]
     return table(("#", "kind", "group", "moment", "best before", "best after", "gain", "question"), rows,

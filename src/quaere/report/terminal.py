@@ -63,5 +63,10 @@ def print_summary(report: CampaignReport, console: Console) -> None:
         q = gain.question
         label = escape(f"[{q.kind.value}, {q.group}, {q.moment.value}] {q.text}")
         console.print(f"  {fmt.gain(gain.gain)} after #{q.number} {label}")
+    rejected = [g for g in report.attribution.gains if g.rejected is not None]
+    if rejected:
+        reasons = ", ".join(f"{fmt.REJECTION_WORDS[r.value]}: {sum(g.rejected is r for g in rejected)}"
+                            for r in dict.fromkeys(g.rejected for g in rejected))
+        console.print(f"not counted as gains: {len(rejected)} rise(s) of the best after a question ({reasons})")
     for problem in report.problems:
         console.print(f"[yellow]note:[/yellow] {escape(problem)}")

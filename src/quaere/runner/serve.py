@@ -216,7 +216,7 @@ def _load(state: State, config: dict, channel: socket.socket) -> bool:
             handle = ctypes.CDLL(library, mode=os.RTLD_LOCAL | os.RTLD_NOW)
             state.entry = getattr(handle, config["entry"])
         except (OSError, AttributeError) as exc:
-            _send(channel, {"ok": False, "load_error": f"could not load the candidate: {exc}", "isolation": report})
+            _send(channel, {"ok": False, "load_error": f"the dynamic loader said: {exc}", "isolation": report})
             return False
     _send(channel, {"ok": True, "isolation": report})
     return True

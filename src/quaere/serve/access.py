@@ -64,6 +64,15 @@ def _default_task() -> str:
     return default_task_name(gpu_present())
 
 
+def candidate_problem(candidate: Path) -> str:
+    """Why ``candidate`` (not a regular file) cannot be evaluated, in one line naming what it is."""
+    if candidate.is_dir():
+        return f"{candidate}: is a directory, not a kernel source file; name the file inside it"
+    if candidate.exists():
+        return f"{candidate}: not a regular file; the candidate must be a kernel source file"
+    return f"{candidate}: no such candidate file"
+
+
 def run_eval_command(request: EvalRequest, store: Store, cwd: Path, progress: Progress | None,
                      evaluate: Evaluate | None = None) -> EvalDone:
     """Everything ``quaere eval`` does after parsing; :class:`EvalCommandError` for what it refuses.
@@ -79,7 +88,7 @@ def run_eval_command(request: EvalRequest, store: Store, cwd: Path, progress: Pr
         workspace = None
     candidate = request.candidate or (workspace.candidate if workspace else None)
     if candidate is not None and not candidate.is_file():
-        raise EvalCommandError(f"{candidate}: no such candidate file")
+        raise EvalCommandError(candidate_problem(candidate))
     try:
         if workspace is None:
             evaluation, ledger = evaluate_outside_workspace(request, cwd, _default_task(), evaluate, progress)
@@ -137,9 +146,9 @@ class ServiceConfirmer:
         keep_workspace_copies(self.workspace, entry, candidate, pinned_task(self.store, registration))
 
 
-def confirmer_for(store: Store, workspace: Workspace) -> Confirmer:
-    """The store's service when it has one, else a confirmation run here."""
+def confirmer_for(store: Store, workspace: Workspace, progress: Progress | None = None) -> Confirmer:
+    """The store's service when it has one, else a confirmation run here (told to ``progress``)."""
     client = service_of(store)
     if client is not None:
         return ServiceConfirmer(client, store, workspace)
-    return LocalConfirmer(store, workspace, _evaluate_here())
+    return LocalConfirmer(store, workspace, _evaluate_here(), progress)
