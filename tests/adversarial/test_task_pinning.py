@@ -20,9 +20,15 @@ from quaere.task.loader import SHIPPED_TASKS_DIR
 
 def easy_copy(folder):
     shutil.copytree(SHIPPED_TASKS_DIR / "cpu_softmax", folder, ignore=shutil.ignore_patterns("__pycache__"))
-    toml = folder / "task.toml"
-    toml.write_text(re.sub(r"ratio = 1\.0", "ratio = 0.01", toml.read_text()))
+    lower_target(folder / "task.toml")
     return folder
+
+
+def lower_target(toml):
+    """The goal's ratio set to 0.01 (asserted: an edit that changed nothing would prove nothing)."""
+    text, count = re.subn(r"ratio = [0-9.]+", "ratio = 0.01", toml.read_text())
+    assert count == 1
+    toml.write_text(text)
 
 
 def test_workspace_toml_pointing_at_an_agent_made_task_is_refused_by_name(bench):
@@ -47,7 +53,7 @@ def test_a_folder_shadowing_the_shipped_task_is_refused_by_name(bench):
 
 def test_an_edited_copy_of_the_pinned_task_in_the_store_is_refused_by_name(bench):
     toml = bench.store.task_copy(bench.ws.id) / "task.toml"
-    toml.write_text(re.sub(r"ratio = 1\.0", "ratio = 0.01", toml.read_text()))
+    lower_target(toml)
     done = bench.quaere("goal")
     assert done.returncode == 2 and f"{toml}: the store's copy of task 'cpu_softmax' was changed" in done.stderr
 

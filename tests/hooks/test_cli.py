@@ -78,7 +78,7 @@ def test_stop_unmet_blocks_with_scenarios_numbers_and_a_bank_question(ws, task):
     assert answer["decision"] == "block"
     reason = answer["reason"]
     assert "r7-c13: wrong" in reason
-    assert "bench-r512-c2048: 0.600x" in reason and "target 1.000x" in reason
+    assert "bench-r512-c2048: 0.600x" in reason and "target 1.200x" in reason
     question = reason.split("\n\nQuestion: ")[1]
     asked = [e for e in read_trace(ws.trace).events if e.type == "question"]
     # correctness fails: the stop is the explained-failure moment, whatever the final message claims

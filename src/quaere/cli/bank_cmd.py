@@ -102,7 +102,7 @@ def list_command(
         raise _fail(f"no entries match; groups are {groups}", 1)
     table = Table(show_lines=False)
     for column in ("id", "kind", "moments", "question"):
-        table.add_column(column, overflow="fold")
+        _add_column(table, column)
     for e in entries:
         table.add_row(e.id, e.kind.value, ", ".join(m.value for m in e.moments), e.question)
     _console().print(table)
@@ -180,7 +180,7 @@ def ask(
     console.print(f"task: {context.task} (arch {context.arch}, comparison {'yes' if context.has_comparison else 'no'})")
     table = Table(title="suggestions", title_justify="left")
     for column in ("#", "id", "kind", "question", "why"):
-        table.add_column(column, overflow="fold")
+        _add_column(table, column)
     for s in view.suggestions:
         table.add_row(str(s.rank), s.entry.id, s.entry.kind.value, s.entry.question, s.reason)
     console.print(table)
@@ -193,6 +193,12 @@ def ask(
         raise _fail(str(exc)) from None
     record_question(ws, chosen, view.session)
     typer.echo(f"asked ({chosen.entry_id or 'own text'}), queued for the next stop: {chosen.text}")
+
+
+def _add_column(table: Table, column: str) -> None:
+    """Ids stay on one line (they are copied into ``bank show`` and ``ask --pick``); the prose folds to fit
+    the terminal's width."""
+    table.add_column(column, no_wrap=column == "id", overflow="fold")
 
 
 def register(app: typer.Typer) -> None:

@@ -4,9 +4,10 @@ comparisons in the judge itself, interleaved (see :mod:`.timing`).
 Every repetition, of every implementation, gets fresh input contents written by the judge into the shared
 input buffers (a result cached by input pointer or content is stale by the next call), and the two native
 implementations alternate between two output sets (cached output pointers gain nothing). Every timed
-output of a native implementation is verified: unwritten elements, guard bytes, untouched inputs, and a
-sample of the output against an fp32 computation on that repetition's inputs. An output equal to an
-earlier repetition's is ``inputs_memoized``.
+output of a native implementation is verified: unwritten elements, guard bytes, and a sample of the
+output against an fp32 computation on that repetition's inputs; the candidate's inputs are checked
+unchanged after each call, and its whole output on a secret schedule (:mod:`.timed_checks`). An output
+equal to an earlier repetition's is ``inputs_memoized``.
 
 The device time a runner reports is a claim. The judge bounds it with its own clock: the runner's context
 cannot start before the judge's cover ends (contexts time-slice), so the judge's wall time for the request
@@ -30,6 +31,7 @@ from quaere.evaluate.judge_state import JudgeState
 from quaere.evaluate.protocol import CallReply
 from quaere.evaluate.runner_client import RunnerLost, RunnerProcess
 from quaere.evaluate.scenario_buffers import ScenarioBuffers
+from quaere.evaluate.timed_checks import FullCheckSchedule, check_inputs_kept, check_whole, inputs_print
 from quaere.evaluate.timing import RUNNER_COVER_CYCLES, TimingFailure, time_interleaved, to_timing
 from quaere.records import Scenario, Timing, TimingStatus, Verdict
 from quaere.task.contract import ComparisonUnavailable, Sample
@@ -91,6 +93,8 @@ class NativeImpl:
     claims_ms: list[float] = field(default_factory=list)
     drains_ms: list[float] = field(default_factory=list)
     seen_outputs: set[str] = field(default_factory=set)
+    schedule: FullCheckSchedule | None = None
+    """When set (the candidate), the calls whose whole output is checked, and every call's inputs too."""
 
     def rep(self, index: int) -> float:
         ctx, ops = self.ctx, self.ctx.state.ops
@@ -98,6 +102,7 @@ class NativeImpl:
         # The sample's references are computed before the call, from the inputs as written: a call that
         # changes its inputs cannot make its outputs agree with them afterwards.
         sample = ctx.sample(index)
+        written = inputs_print(ops, ctx.buffers.inputs) if self.schedule is not None else {}
         slot = index % len(ctx.buffers.output_sets)
         outputs = ctx.buffers.output_sets[slot]
         outputs.poison()
@@ -119,7 +124,13 @@ class NativeImpl:
         self.claims_ms.append(float(reply.device_ms or 0.0))
         self.drains_ms.append(float(reply.drain_ms or 0.0))
         ctx.log_call(self.name, index, timed.wall_ms, reply)
+        if self.schedule is not None:
+            check_inputs_kept(ops, ctx.buffers.inputs, written, index)
         self._verify(outputs, sample, index)
+        if self.schedule is not None and self.schedule.due():
+            reference = ctx.state.task.module.reference(ctx.scenario, ctx.buffers.inputs, "fp32")
+            bounds = {name: ctx.bounds[name] * ctx.timing.sample_slack for name in outputs.views}
+            check_whole(ops, outputs.views, reference, bounds, index)
         return float(reply.device_ms or 0.0)
 
     def _verify(self, outputs: Any, sample: Sample, index: int) -> None:
@@ -205,7 +216,9 @@ def _native(ctx: Context, name: str, ref32: dict, lows: dict) -> NativeImpl:
     state, ops = ctx.state, ctx.state.ops
     runner = state.runners.get(name)
     state.share(runner, ctx.buffers.shared(), ctx.timeout_s)
-    impl = NativeImpl(name, ctx, runner)
+    # Only the candidate's outputs get whole checks on a schedule: the initial kernel is trusted code.
+    schedule = FullCheckSchedule(ctx.timing.full_check_share) if name == "candidate" else None
+    impl = NativeImpl(name, ctx, runner, schedule=schedule)
     outputs = ctx.buffers.output_sets[0]
     outputs.poison()
     ctx.buffers.refill_workspace()

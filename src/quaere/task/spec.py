@@ -60,6 +60,11 @@ class TimingRule(Strict):
     """A timed output's sampled error may reach this multiple of the bound of the full untimed check
     (the sample's inputs are fresh, so its error varies a little): a memoized or skipped output is off by
     orders of magnitude more."""
+    full_check_share: float = Field(default=0.1, ge=0, le=1)
+    """Share of the candidate's timed calls whose whole output is checked against the fp32 reference of
+    that call's inputs, each call drawn in secret after it returned (so the candidate cannot tell which);
+    one of its first three calls on each configuration always is. The sample catches a wrong output in
+    proportion to the rows it gets wrong; this catches a single wrong element."""
 
 
 CPU_TIMING_SLACK: dict[str, float] = {"hidden_work_abs_ms": 0.3, "hidden_work_rel": 0.1, "drain_abs_ms": 0.3}
