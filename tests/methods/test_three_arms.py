@@ -121,6 +121,11 @@ def test_report_compares_the_three_and_the_page_renders_in_chromium(arms, tmp_pa
     for figure in ("tool calls per gain", "re-added-line churn", "evaluations", "active minutes", "supervisor notes"):
         assert figure in done.stdout
     assert "lessons 2, lineage 3, profile 1, search 1" in done.stdout
+    # Every figure came from the signed store, and every summary in the traces had its signed record.
+    text = " ".join(done.stdout.split())
+    for doubt in ("not registered in the store", "no signed evaluation", "disagreed with the signed record",
+                  "not in the signed store"):
+        assert doubt not in text
     html = page.read_text()
     assert html.startswith("<!DOCTYPE html>") and "data:image/png;base64," in html and "<script" not in html
     assert "bench-r256-c256" in html and html.count("goal-only") >= 2

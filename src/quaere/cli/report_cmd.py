@@ -37,6 +37,7 @@ def report(
     from quaere.campaigns import campaign_folders
     from quaere.report.inputs import bank_catalog, load_report
     from quaere.report.terminal import print_summary
+    from quaere.store import Store, default_store_root
     from quaere.workspace import WorkspaceError, open_workspace
 
     folders = workspaces or [Path(".")]
@@ -51,7 +52,7 @@ def report(
     except WorkspaceError as exc:
         raise _fail(str(exc)) from None
     catalog, notes = bank_catalog()
-    result = load_report(ws, catalog, k=k, problems=notes)
+    result = load_report(ws, catalog, k=k, problems=notes, store=Store(default_store_root(os.environ)))
     print_summary(result, Console())
     if html is not None:
         from quaere.report.html import render_html
@@ -75,6 +76,7 @@ def export(
     from quaere.report.export import ExportError, export_bundle
     from quaere.report.inputs import bank_catalog
     from quaere.report.secrets import secret_values
+    from quaere.store import Store, default_store_root
     from quaere.workspace import WorkspaceError, open_workspace
 
     if len(paths) not in (1, 2):
@@ -84,7 +86,8 @@ def export(
         ws = open_workspace(workspace)
         catalog, _ = bank_catalog()
         with RichProgress(Console()) as progress:
-            manifest = export_bundle(ws, out, catalog, secret_values(os.environ), k=k, progress=progress)
+            manifest = export_bundle(ws, out, catalog, secret_values(os.environ), k=k, progress=progress,
+                                     store=Store(default_store_root(os.environ)))
     except (WorkspaceError, ExportError) as exc:
         raise _fail(str(exc)) from None
     typer.echo(f"wrote {out}: {len(manifest['files'])} files, manifest {out / 'manifest.json'}")

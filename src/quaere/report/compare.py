@@ -14,6 +14,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict
 
@@ -21,6 +22,9 @@ from quaere.records import MethodKind
 from quaere.report.campaign_report import CampaignReport
 from quaere.report.churn import Churn
 from quaere.report.final_table import geomean
+
+if TYPE_CHECKING:
+    from quaere.store import Store
 from quaere.report.questions import Catalog
 from quaere.trace import EvaluationDone, SessionEnd, SessionStart, SupervisorNote, ToolCall, ToolState
 from quaere.workspace import Workspace
@@ -147,9 +151,10 @@ def compare(task: str, baseline: str, columns: Sequence[CampaignColumn], problem
                       problems=tuple(problems))
 
 
-def load_comparison(workspaces: Sequence[Workspace], catalog: Catalog) -> Comparison:
-    """Read each workspace's trace, ledger and versions and compare them; CompareError names the first
-    workspace that is not of the same task as the first one, or one named twice."""
+def load_comparison(workspaces: Sequence[Workspace], catalog: Catalog, store: Store | None = None) -> Comparison:
+    """Read each workspace's trace, evaluations and versions and compare them (with ``store``, the signed
+    evaluations: :func:`~quaere.report.inputs.load_inputs`); CompareError names the first workspace that
+    is not of the same task as the first one, or one named twice."""
     from quaere.report.inputs import load_inputs, load_report
     from quaere.task.loader import resolve_task_folder
     from quaere.task.spec import TaskError, parse_task_toml
@@ -170,7 +175,7 @@ def load_comparison(workspaces: Sequence[Workspace], catalog: Catalog) -> Compar
     baseline = spec.goal.targets[0].baseline
     columns, problems = [], []
     for ws in workspaces:
-        inputs = load_inputs(ws)
+        inputs = load_inputs(ws, store)
         report = load_report(ws, catalog, inputs=inputs)
         method = report.method.value if report.method else ""
         label = f"{method} ({ws.root.name})" if method and method != ws.root.name else ws.root.name

@@ -35,6 +35,7 @@ from quaere.report.inputs import CampaignInputs, load_inputs, load_report
 from quaere.report.method_check import recorded_method
 from quaere.report.questions import Catalog
 from quaere.report.secrets import redact_data
+from quaere.store import Store
 from quaere.task.loader import resolve_task_folder
 from quaere.workspace import Workspace
 
@@ -98,9 +99,9 @@ EXPORT_STEPS = 5
 
 
 def _fill(root: Path, workspace: Workspace, catalog: Catalog, secrets: Mapping[str, str], k: int,
-          progress: Progress) -> dict[str, Any]:
+          progress: Progress, store: Store | None) -> dict[str, Any]:
     values = tuple(secrets.values())
-    inputs = load_inputs(workspace)
+    inputs = load_inputs(workspace, store)
     progress.advance("workspace read")
     (root / "kernel").mkdir()
     (root / "kernel" / workspace.candidate_name).write_bytes(_final_source(workspace, inputs))
@@ -110,7 +111,8 @@ def _fill(root: Path, workspace: Workspace, catalog: Catalog, secrets: Mapping[s
         (root / "candidates" / f"{digest}{suffix}").write_bytes(source)
     shutil.copytree(resolve_task_folder(workspace.task), root / "task", ignore=_TASK_IGNORE)
     progress.advance(f"{len(inputs.sources)} kernel versions and the task copied")
-    _write_jsonl(root / "ledger.jsonl", list(read_lines(workspace.ledger).objects), values)
+    # The evaluations the report used: the signed store's when the workspace is registered there.
+    _write_jsonl(root / "ledger.jsonl", [e.model_dump(mode="json") for e in inputs.evaluations], values)
     _write_jsonl(root / "trace.jsonl", list(read_lines(workspace.trace).objects), values)
     progress.advance("ledger and trace scrubbed")
     report = load_report(workspace, catalog, k=k, inputs=inputs)
@@ -131,13 +133,14 @@ def _fill(root: Path, workspace: Workspace, catalog: Catalog, secrets: Mapping[s
 
 def export_bundle(
     workspace: Workspace, out: Path, catalog: Catalog, secrets: Mapping[str, str], k: int = DEFAULT_K,
-    progress: Progress | None = None,
+    progress: Progress | None = None, store: Store | None = None,
 ) -> dict[str, Any]:
     """Write the bundle of ``workspace`` to ``out`` (which must not exist or be empty); return the manifest.
 
     ``secrets`` maps an environment variable's name to its value (see
     :func:`quaere.report.secrets.secret_values`); every value is scrubbed or, in a verbatim file, refused.
-    ``progress`` is told each step (:data:`EXPORT_STEPS` of them).
+    ``progress`` is told each step (:data:`EXPORT_STEPS` of them). With ``store``, the evaluations (and
+    the report's figures) are the store's signed ones (:func:`~quaere.report.inputs.load_inputs`).
     """
     progress = progress or SilentProgress()
     progress.begin("export", EXPORT_STEPS)
@@ -148,7 +151,7 @@ def export_bundle(
         shutil.rmtree(staging)
     staging.mkdir(parents=True)
     try:
-        fields = _fill(staging, workspace, catalog, secrets, k, progress)
+        fields = _fill(staging, workspace, catalog, secrets, k, progress, store)
         manifest = write_manifest(staging, fields)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)

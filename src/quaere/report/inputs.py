@@ -1,8 +1,11 @@
 """Reading a workspace's ``.quaere/`` into what the report's pure functions take.
 
-This is the report's only I/O on the input side: the trace, the ledger, the candidate versions and the
-question bank's classes. Everything read badly becomes a line in ``problems`` rather than an exception,
-so a damaged campaign still gets a report that says what was skipped.
+This is the report's only I/O on the input side: the trace, the evaluations, the candidate versions and
+the question bank's classes. Given the store, a registered workspace's evaluations come from its signed
+records and the trace's evaluation summaries are checked against them (:mod:`quaere.report.signed`);
+without it, or for an unregistered workspace, from the workspace's own ledger copy, and the report says
+so. Everything read badly becomes a line in ``problems`` rather than an exception, so a damaged campaign
+still gets a report that says what was skipped.
 """
 
 from __future__ import annotations
@@ -11,10 +14,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from quaere.evaluate.ledger import read_ledger
+from quaere.evaluate.summary import to_trace_event
 from quaere.records import Evaluation
 from quaere.report.campaign_report import DEFAULT_K, CampaignReport, build_report
 from quaere.report.churn import version_order
 from quaere.report.questions import Catalog, EntryClass
+from quaere.report.signed import corroborate, unsigned_ledger_lines
+from quaere.store import Store, StoreError
+from quaere.store.pinning import pinned_task
 from quaere.trace import read_trace
 from quaere.workspace import Workspace, content_hash
 
@@ -52,17 +59,34 @@ def final_candidate_hash(workspace: Workspace, evaluations: tuple[Evaluation, ..
     return evaluations[-1].candidate_hash if evaluations else None
 
 
-def load_inputs(workspace: Workspace) -> CampaignInputs:
+def load_inputs(workspace: Workspace, store: Store | None = None) -> CampaignInputs:
+    """What the report of ``workspace`` is computed from; with ``store``, the signed evaluations."""
     trace = read_trace(workspace.trace)
     ledger = read_ledger(workspace.ledger)
-    evaluations = ledger.evaluations
-    order = version_order(trace.events)
+    events, evaluations = trace.events, ledger.evaluations
+    problems = [*trace.problems, *ledger.problems]
+    if store is not None:
+        try:
+            registration = store.registration(workspace.id)
+            task = pinned_task(store, registration)
+        except StoreError as exc:
+            problems.append(f"{exc}; the figures come from the workspace's own ledger and trace, which are not "
+                            "signed")
+        else:
+            read = store.read(workspace.id)
+            signed = tuple(read.evaluations)
+            problems += [p.render() for p in read.problems]
+            problems += [line for line in (unsigned_ledger_lines(evaluations, signed),) if line]
+            checked = corroborate(events, signed, lambda evaluation: to_trace_event(evaluation, task.spec))
+            events, evaluations = checked.events, signed
+            problems += checked.problems
+    order = version_order(events)
     return CampaignInputs(
-        events=trace.events,
+        events=events,
         evaluations=evaluations,
         sources=read_sources(workspace.candidates_dir, order),
         final_hash=final_candidate_hash(workspace, evaluations),
-        problems=trace.problems + ledger.problems,
+        problems=tuple(problems),
     )
 
 
@@ -72,9 +96,11 @@ def load_report(
     k: int = DEFAULT_K,
     problems: tuple[str, ...] = (),
     inputs: CampaignInputs | None = None,
+    store: Store | None = None,
 ) -> CampaignReport:
-    """Read ``workspace`` (unless ``inputs`` were read already) and compute its report."""
-    inputs = inputs or load_inputs(workspace)
+    """Read ``workspace`` (unless ``inputs`` were read already; see :func:`load_inputs` for ``store``) and
+    compute its report."""
+    inputs = inputs or load_inputs(workspace, store)
     return build_report(
         inputs.events,
         inputs.evaluations,
