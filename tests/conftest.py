@@ -4,10 +4,13 @@ for separate-user mode on purpose)."""
 
 from __future__ import annotations
 
+import os
+import sys
 from pathlib import Path
 
 import pytest
 
+from quaere.agents.config import with_quaere_first
 from quaere.store import Store
 
 
@@ -23,3 +26,11 @@ def isolated_store(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
 @pytest.fixture
 def store(isolated_store: Path) -> Store:
     return Store(isolated_store)
+
+
+@pytest.fixture(autouse=True)
+def quaere_on_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """This interpreter's ``quaere`` first on PATH, as ``quaere run`` sets it for its agent: the campaign
+    tests call the library (``run_campaign``) directly, and their agents run ``quaere eval`` in a shell
+    (under ``.venv/bin/python -m pytest`` nothing else would put the venv's ``quaere`` there)."""
+    monkeypatch.setenv("PATH", with_quaere_first(os.environ.get("PATH", ""), Path(sys.executable).parent))

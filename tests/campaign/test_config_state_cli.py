@@ -112,7 +112,10 @@ def test_run_help_explains_budgets_and_bad_input_gets_a_clear_error(tmp_path: Pa
 def test_scripted_campaign_from_the_command_line_ends_on_its_session_budget(tmp_path: Path) -> None:
     script = tmp_path / "script.json"
     script.write_text(json.dumps([{"bash": "echo $QUAERE_TEST_TOKEN; quaere eval"}, {"stop": "I think this is done."}]))
-    env = dict(os.environ, QUAERE_TEST_TOKEN="tok-should-never-appear-123")
+    # No quaere on the PATH it is started with (as `.venv/bin/quaere run` without activating): the agent's
+    # shell must still find this installation's.
+    path = os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep) if not (Path(p) / "quaere").exists())
+    env = dict(os.environ, QUAERE_TEST_TOKEN="tok-should-never-appear-123", PATH=path)
     run = _quaere(
         "run",
         "--task",
@@ -133,4 +136,5 @@ def test_scripted_campaign_from_the_command_line_ends_on_its_session_budget(tmp_
     assert "campaign ended: sessions after 1 sessions, 1 tool calls" in run.stdout
     trace = (tmp_path / "ws" / ".quaere" / "trace.jsonl").read_text()
     assert '"budget":"sessions"' in trace and '"decision":"block"' in trace
+    assert '"type":"evaluation"' in trace and "command not found" not in trace  # the agent's quaere eval ran
     assert "tok-should-never-appear-123" not in trace  # a token-like variable's value, echoed by the agent

@@ -219,3 +219,17 @@ def config_from_saved(data: dict, env: Mapping[str, str], **flags: object) -> Ca
     data["openai"]["api_key"] = env.get("OPENAI_API_KEY") or "none"
     data["secrets"] = [s.get_secret_value() for s in token_like_values(env)]
     return apply_flags(CampaignConfig.model_validate(data), **flags)
+
+
+def with_quaere_first(path: str, scripts_dir: Path) -> str:
+    """``path`` (a PATH value) with ``scripts_dir`` first when it holds a ``quaere`` command (pure).
+
+    The agent calls ``quaere eval`` in its own shell, which searches PATH: started as ``.venv/bin/quaere
+    run`` without activating the virtual environment, the agent would find no ``quaere`` at all, or
+    another installation's. ``scripts_dir`` is the running interpreter's folder (``.venv/bin``), where
+    pip put this installation's command.
+    """
+    parts = [p for p in path.split(":") if p]
+    if not (scripts_dir / "quaere").is_file() or parts[:1] == [str(scripts_dir)]:
+        return path
+    return ":".join([str(scripts_dir), *(p for p in parts if p != str(scripts_dir))])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -116,6 +117,10 @@ def run(
         method=method,
         docs=tuple(docs or ()),
     )
+    from quaere.agents.config import with_quaere_first
+
+    # The agent's shell (and every child of this run) finds this installation's quaere first.
+    os.environ["PATH"] = with_quaere_first(os.environ.get("PATH", ""), Path(sys.executable).parent)
     if parallel > 1:
         _run_parallel(request, parallel, pool)
         return
