@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -28,9 +29,12 @@ def store(isolated_store: Path) -> Store:
     return Store(isolated_store)
 
 
-@pytest.fixture(autouse=True)
-def quaere_on_path(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture(autouse=True, scope="session")
+def quaere_on_path() -> Iterator[None]:
     """This interpreter's ``quaere`` first on PATH, as ``quaere run`` sets it for its agent: the campaign
     tests call the library (``run_campaign``) directly, and their agents run ``quaere eval`` in a shell
-    (under ``.venv/bin/python -m pytest`` nothing else would put the venv's ``quaere`` there)."""
-    monkeypatch.setenv("PATH", with_quaere_first(os.environ.get("PATH", ""), Path(sys.executable).parent))
+    (under ``.venv/bin/python -m pytest`` nothing else would put the venv's ``quaere`` there). Session-wide,
+    so module-scoped campaign fixtures see it too."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PATH", with_quaere_first(os.environ.get("PATH", ""), Path(sys.executable).parent))
+        yield
