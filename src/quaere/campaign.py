@@ -17,246 +17,28 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-from quaere.agents.base import Agent, EndReason, SessionLimits, SessionOutcome
+from quaere.agents.base import Agent
 from quaere.agents.config import CampaignConfig
-from quaere.agents.display import CampaignView, Display, NullDisplay, TraceFollower, best_by_group
-from quaere.agents.session import Counters, Limits, SessionHooks
+from quaere.agents.display import Display, NullDisplay
 from quaere.agents.state import CampaignState, CampaignStatus, StateError, load_state, save_state
-from quaere.goal_render import render_goal
-from quaere.hooks.handlers import HookDeps, MomentDetector, current_goal
-from quaere.hooks.state import HookBudget, update_state
+from quaere.campaign_loop import MAX_ERRORS_IN_A_ROW, CampaignResult, CampaignRun, opening_message
+from quaere.hooks.handlers import HookDeps, MomentDetector
+from quaere.hooks.state import HookBudget
 from quaere.serve.deploy import Deployment
 from quaere.store import Store, StoreError
 from quaere.store.pinning import check_workspace, register_workspace, task_reference
 from quaere.task import Task, load_task
-from quaere.trace import (
-    AgentMessage,
-    BudgetSpent,
-    ErrorEvent,
-    SessionEnd,
-    SessionStart,
-    SessionUnchecked,
-    StopDecision,
-    ToolCall,
-    TraceWriter,
-    TrustModeEvent,
-    read_trace,
-)
+from quaere.trace import SessionEnd, ToolCall, TraceWriter, TrustModeEvent, read_trace
 from quaere.workspace import Workspace, WorkspaceError, create_workspace, open_workspace
 
 if TYPE_CHECKING:
     from quaere.methods.base import Method
     from quaere.questions.sources import QuestionSource
 
-MAX_ERRORS_IN_A_ROW = 3  # sessions failing one after another (an unreachable API): stop, resumable
-
-
-@dataclass(frozen=True)
-class CampaignResult:
-    """How a run of the campaign ended."""
-
-    reason: str  # goal_met, a budget's name (sessions, tool_calls, wall_s, cost_usd, blocks), interrupted, error
-    sessions: int
-    tool_calls: int
-    wall_s: float
-    cost_usd: float
-    workspace: Path
-    detail: str = ""  # when reason is error: why the last session failed (its first line for the terminal)
-
-
-def opening_message(task: Task, workspace: Workspace, session: int, goal_text: str) -> str:
-    """What the agent reads first in a session: the task, the judge, the goal, and where it stands."""
-    targets = "; ".join(
-        f"{t.ratio:g}x faster than '{t.baseline}' on every benchmark scenario matching '{t.scenarios}'"
-        for t in task.spec.goal.targets
-    )
-    head = (
-        f"Task '{task.spec.name}': {task.spec.description.strip()}\n"
-        f"The candidate kernel is {workspace.candidate_name} in this folder; make it faster while keeping it "
-        f"correct. Run `quaere eval` here to build, check and time it: the evaluator is the only judge. "
-        f"Goal: every correctness scenario passes and the candidate is {targets}. "
-        f"You work alone; when you believe the goal is met, stop, and quaere will check it."
-    )
-    if session <= 1:
-        return head
-    return f"{head}\n\nThis is session {session} of the campaign. Where things stand:\n{goal_text}"
-
-
-class _Run:
-    """One run (first start or a resume) of a campaign; holds the counters between sessions."""
-
-    def __init__(
-        self,
-        config: CampaignConfig,
-        task: Task,
-        workspace: Workspace,
-        state: CampaignState,
-        agent: Agent,
-        deps: HookDeps,
-        display: Display,
-        clock: Callable[[], float],
-        method: Method,
-    ) -> None:
-        self.config, self.task, self.ws, self.state, self.agent = config, task, workspace, state, agent
-        self.deps, self.display, self.clock, self.method = deps, display, clock, method
-        self.writer = TraceWriter(workspace.trace, secrets=config.secret_values())
-        self.started = clock()
-        self.counters = Counters(tool_calls=state.tool_calls, cost_usd=state.cost_usd)
-        self.session = state.sessions_started
-        self.follower = TraceFollower(workspace.trace)
-
-    def wall_s(self) -> float:
-        return self.state.wall_s_before + (self.clock() - self.started)
-
-    def save(self) -> None:
-        self.state.tool_calls = self.counters.tool_calls
-        self.state.cost_usd = self.counters.cost_usd
-        self.state.wall_s = self.wall_s()
-        save_state(self.ws.campaign_state, self.state)
-
-    def changed(self) -> None:
-        """After every event: save where the loop stands, refresh the live view."""
-        self.save()
-        self.follower.poll()
-        budgets = self.config.budgets
-        last = self.follower.last_event
-        self.display.update(
-            CampaignView(
-                task=self.task.spec.name,
-                agent=self.agent.name,
-                session=self.session,
-                sessions_limit=budgets.sessions,
-                tool_calls=self.counters.tool_calls,
-                tool_calls_limit=budgets.tool_calls,
-                wall_s=self.wall_s(),
-                cost_usd=self.counters.cost_usd,
-                evaluations=len(self.follower.evaluations),
-                best_by_group=best_by_group(self.follower.evaluations),
-                last_question=self.follower.last_question,
-                last_activity=_activity(last) if last is not None else "",
-                status=self.counters.spent or self.state.status.value,
-            )
-        )
-
-    def spent_between_sessions(self) -> str:
-        """A budget that forbids another session (writing its ``budget`` event), else ""."""
-        if self.counters.spent:
-            return self.counters.spent
-        budgets = self.config.budgets
-        wall_limit = budgets.wall_min * 60 if budgets.wall_min is not None else None
-        checks = (
-            ("sessions", budgets.sessions, float(self.state.sessions_started)),
-            ("tool_calls", budgets.tool_calls, float(self.counters.tool_calls)),
-            ("wall_s", wall_limit, self.wall_s()),
-            ("cost_usd", budgets.cost_usd, self.counters.cost_usd),
-        )
-        for name, limit, used in checks:
-            if limit is not None and used >= limit:
-                self.writer.write(BudgetSpent(session=self.session, budget=name, limit=float(limit), used=used))
-                self.counters.spent = name
-                return name
-        return ""
-
-    def run(self) -> CampaignResult:
-        errors = 0
-        while True:
-            status, _ = current_goal(self.deps)
-            if status.met:
-                return self.finish("goal_met")
-            spent = self.spent_between_sessions()
-            if spent:
-                return self.finish(spent)
-            outcome = self.one_session(render_goal(status, time.time()))
-            errors = errors + 1 if outcome.reason is EndReason.ERROR else 0
-            if errors >= MAX_ERRORS_IN_A_ROW or (errors and not outcome.started):
-                self.save()
-                return self.result("error", outcome.detail)
-
-    def one_session(self, goal_text: str) -> SessionOutcome:
-        session_id = f"quaere-{self.state.campaign_id}-{self.state.sessions_started + 1}"
-        hook_state = update_state(
-            self.deps.hook_state, lambda s: s.sessions.append(session_id) if session_id not in s.sessions else None
-        )
-        self.session = hook_state.sessions.index(session_id) + 1
-        self.state.sessions_started += 1
-        self.state.session_open = True
-        self.writer.write(SessionStart(session=self.session, agent=self.agent.name))
-        opening = opening_message(self.task, self.ws, self.state.sessions_started, goal_text)
-        briefing = self.method.briefing(self.ws, self.session)
-        opening = f"{opening}\n\n{briefing}" if briefing else opening
-        self.writer.write(AgentMessage(session=self.session, role="user", text=opening))
-        self.changed()
-        session_hooks = SessionHooks(
-            session=self.session,
-            session_id=session_id,
-            deps=self.deps,
-            writer=self.writer,
-            counters=self.counters,
-            limits=Limits(
-                self.config.budgets.tool_calls,
-                self.config.budgets.wall_min * 60 if self.config.budgets.wall_min else None,
-            ),
-            wall_s=self.wall_s,
-            on_change=self.changed,
-        )
-        hooks = self.method.session(session_hooks, self.session)
-        try:
-            outcome = self.agent.run_session(self.ws.root, opening, hooks, self.limits())
-        except KeyboardInterrupt:
-            self.end_session("interrupted")
-            raise
-        self.counters.cost_usd += outcome.cost_usd or 0.0
-        if outcome.reason is EndReason.ERROR:
-            self.writer.write(
-                ErrorEvent(session=self.session, where=f"agent:{self.agent.name}", message=outcome.detail)
-            )
-        if not self.stop_allowed():
-            detail = f"{outcome.reason.value}{': ' + outcome.detail if outcome.detail else ''}"
-            self.writer.write(SessionUnchecked(session=self.session, reason=detail))
-        self.end_session(outcome.reason.value)
-        return outcome
-
-    def stop_allowed(self) -> bool:
-        """Whether the Stop hook let a stop of the current session through (goal met or a budget spent)."""
-        events = read_trace(self.ws.trace).events
-        return any(isinstance(e, StopDecision) and e.session == self.session and e.decision == "allow" for e in events)
-
-    def limits(self) -> SessionLimits:
-        cost = self.config.budgets.cost_usd
-        return SessionLimits(cost_usd=None if cost is None else max(cost - self.counters.cost_usd, 0.0))
-
-    def end_session(self, reason: str) -> None:
-        self.writer.write(SessionEnd(session=self.session, reason=reason))
-        self.state.session_open = False
-        self.changed()
-
-    def finish(self, reason: str) -> CampaignResult:
-        self.state.status = CampaignStatus.FINISHED
-        self.state.finished_reason = reason
-        self.changed()
-        return self.result(reason)
-
-    def result(self, reason: str, detail: str = "") -> CampaignResult:
-        return CampaignResult(
-            reason,
-            self.state.sessions_started,
-            self.counters.tool_calls,
-            self.wall_s(),
-            self.counters.cost_usd,
-            self.ws.root,
-            detail,
-        )
-
-
-def _activity(event: object) -> str:
-    """One line on the latest event for the live view."""
-    fields = ("text", "input", "reason", "budget", "moment", "candidate_hash", "agent")
-    text = next((str(getattr(v, "value", v)) for f in fields if (v := getattr(event, f, None))), "")
-    return f"{getattr(event, 'type', '?')}: {text.splitlines()[0] if text else ''}"
+__all__ = ["MAX_ERRORS_IN_A_ROW", "CampaignResult", "hook_deps", "opening_message", "prepare_workspace",
+           "run_campaign"]
 
 
 def prepare_workspace(
@@ -391,6 +173,6 @@ def run_campaign(
     arm.start(workspace, writer)
     view = display or NullDisplay()
     try:
-        return _Run(config, task, workspace, state, agent, deps, view, clock, arm).run()
+        return CampaignRun(config, task, workspace, state, agent, deps, view, clock, arm).run()
     finally:
         view.close()
