@@ -108,10 +108,29 @@ def evaluations_of(task: Task, candidate: Path, options: EvalOptions) -> Callabl
     return evaluation
 
 
+def run_trials(shipped: Task, evaluations: Callable[[int], Evaluation]) -> tuple[list[tuple[GoalState, str]], float]:
+    """Every trial, and the highest load per core seen after one (the load average lags by about a minute,
+    so a burst of other work shows up in the trials after it)."""
+    outcomes, peak = [], _load_per_core()
+    for i in range(TRIALS):
+        outcomes.append(trial(shipped, evaluations, i))
+        peak = max(peak, _load_per_core())
+    return outcomes, peak
+
+
+def skip_if_loaded(failures: list[str], peak: float) -> None:
+    """A failure while other processes oversubscribed the cores measured them, not the kernels: skipped,
+    saying so (the claim is for a machine that is not oversubscribed, as at the module's start)."""
+    if failures and peak > MAX_LOAD_PER_CORE and not os.environ.get("QUAERE_TIME_ANYWAY"):
+        pytest.skip(f"{len(failures)} of {TRIALS} trials failed while the load reached {peak:.1f} per core "
+                    f"(over {MAX_LOAD_PER_CORE}); first:\n{failures[0]}")
+
+
 def test_the_unchanged_initial_kernel_is_unmet_every_time(shipped: Task, options: EvalOptions) -> None:
     evaluations = evaluations_of(shipped, shipped.initial_kernel, options)
-    outcomes = [trial(shipped, evaluations, i) for i in range(TRIALS)]
+    outcomes, peak = run_trials(shipped, evaluations)
     met = [text for state, text in outcomes if state is not GoalState.UNMET]
+    skip_if_loaded(met, peak)
     assert not met, f"{len(met)} of {TRIALS} trials not unmet; first:\n{met[0] if met else ''}"
 
 
@@ -119,6 +138,7 @@ def test_a_kernel_twice_as_fast_is_met_every_time(shipped: Task, options: EvalOp
     slower = twice_as_slow(shipped, tmp_path / "twice")
     assert slower.spec.goal == shipped.spec.goal and slower.spec.timing == shipped.spec.timing
     evaluations = evaluations_of(slower, shipped.initial_kernel, options)
-    outcomes = [trial(shipped, evaluations, i) for i in range(TRIALS)]
+    outcomes, peak = run_trials(shipped, evaluations)
     missed = [text for state, text in outcomes if state is not GoalState.MET]
+    skip_if_loaded(missed, peak)
     assert not missed, f"{len(missed)} of {TRIALS} trials not met; first:\n{missed[0] if missed else ''}"
