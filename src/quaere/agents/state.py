@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from quaere.jsonl import read_json_file
+from quaere.validation import describe_first
 
 
 class StateError(ValueError):
@@ -75,6 +76,4 @@ def load_state(path: Path) -> CampaignState:
     try:
         return CampaignState.model_validate(data)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        field = ".".join(str(p) for p in first["loc"]) or "(top level)"
-        raise StateError(f"{path}: field '{field}': {first['msg']}") from None
+        raise StateError(f"{path}: {describe_first(exc)}") from None

@@ -17,6 +17,7 @@ from quaere.agents.base import Agent
 from quaere.agents.bash_tool import RunAs
 from quaere.agents.config import CampaignConfig, config_from_env, config_from_saved
 from quaere.records import MethodKind
+from quaere.validation import field_path
 
 
 class WiringError(ValueError):
@@ -80,7 +81,7 @@ def make_config(request: RunRequest, env: Mapping[str, str]) -> CampaignConfig:
         raise WiringError(str(exc)) from None
     except ValidationError as exc:
         first = exc.errors()[0]
-        raise WiringError(f"setting '{'.'.join(str(p) for p in first['loc'])}': {first['msg']}") from None
+        raise WiringError(f"setting '{field_path(first['loc'])}': {first['msg']}") from None
 
 
 def _same_method(folder: Path, saved: dict, asked: MethodKind | None) -> None:

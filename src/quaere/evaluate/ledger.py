@@ -13,6 +13,7 @@ from pydantic import ValidationError
 
 from quaere.jsonl import append_line, read_lines
 from quaere.records import Evaluation
+from quaere.validation import describe_first
 
 
 @dataclass(frozen=True)
@@ -37,9 +38,7 @@ def read_ledger(path: Path) -> LedgerRead:
         try:
             evaluations.append(Evaluation.model_validate(obj))
         except ValidationError as exc:
-            error = exc.errors()[0]
-            field = ".".join(str(p) for p in error["loc"])
-            problems.append(f"{path}: record {index}: field '{field}': {error['msg']}")
+            problems.append(f"{path}: record {index}: {describe_first(exc)}")
     return LedgerRead(evaluations=tuple(evaluations), problems=tuple(problems))
 
 

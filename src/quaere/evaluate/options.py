@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from quaere.jsonl import read_json_file
 from quaere.records import Scenario
+from quaere.validation import describe_first
 
 
 class ScenariosFileError(ValueError):
@@ -76,12 +77,8 @@ def load_scenarios_file(path: Path) -> list[Scenario]:
         try:
             scenario = Scenario.model_validate(item)
         except ValidationError as exc:
-            error = exc.errors()[0]
-            field = ".".join(str(p) for p in (index, *error["loc"]))
-            expectation = "is required" if error["type"] == "missing" else error["msg"]
-            if error["type"] == "extra_forbidden":
-                expectation = "is not a known field (expected only 'id' and 'params')"
-            raise ScenariosFileError(f"{path}: field '{field}' {expectation}") from None
+            why = describe_first(exc, (index,), " (expected only 'id' and 'params')")
+            raise ScenariosFileError(f"{path}: {why}") from None
         if scenario.id in seen:
             raise ScenariosFileError(f"{path}: field '{index}.id' repeats the id '{scenario.id}'; ids must be unique")
         seen.add(scenario.id)

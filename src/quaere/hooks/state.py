@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from quaere.jsonl import exclusive_lock
 from quaere.signing import BadSignature, Signer
+from quaere.validation import describe_first
 
 STATE_FILE = "hooks.json"
 DEFAULT_MAX_BLOCKS = 50
@@ -115,9 +116,7 @@ def _parse(path: Path, data: Any) -> HookState:
     try:
         return HookState.model_validate(data)
     except ValidationError as exc:
-        error = exc.errors()[0]
-        field = ".".join(str(p) for p in error["loc"]) or "(top level)"
-        raise HookStateError(f"{path}: field '{field}' {error['msg']}") from None
+        raise HookStateError(f"{path}: {describe_first(exc)}") from None
 
 
 def read_state(where: Path | StateFile) -> HookState:

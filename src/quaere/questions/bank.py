@@ -18,6 +18,7 @@ from pydantic import ValidationError
 
 from quaere.questions.lint import LintProblem, lint
 from quaere.questions.schema import BankEntry, BankFile, BankSet
+from quaere.validation import field_path
 
 __all__ = [
     "Bank",
@@ -71,7 +72,7 @@ def shipped_bank_dir() -> Traversable:
 
 
 def _field_of(error: dict) -> str:
-    return ".".join(str(p) for p in error["loc"]) or "(entry)"
+    return field_path(error["loc"], top="(entry)")
 
 
 def _read_file(path: Traversable) -> tuple[list[BankEntry], str, str, list[LintProblem]]:

@@ -37,6 +37,7 @@ from quaere.signing import (
 )
 from quaere.store.identity import copy_task
 from quaere.store.records import EvaluationEntry, Registration, TrustMode
+from quaere.validation import describe_first
 
 RECORDS_NAME = "evaluations.jsonl"
 REGISTRATION_NAME = "registration.json"
@@ -270,8 +271,7 @@ def _check_line(
     try:
         entry = EvaluationEntry.model_validate(payload)
     except ValidationError as exc:
-        error = exc.errors()[0]
-        return Tampering.BAD_PAYLOAD, f"field '{'.'.join(str(p) for p in error['loc'])}': {error['msg']}"
+        return Tampering.BAD_PAYLOAD, describe_first(exc)
     if entry.workspace_id != workspace_id:
         return Tampering.OTHER_WORKSPACE, f"an entry of workspace {entry.workspace_id}"
     if entry.sequence != number:

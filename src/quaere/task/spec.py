@@ -12,6 +12,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from quaere.validation import describe
+
 BUILD_PLACEHOLDERS = ("{source}", "{output}")
 
 
@@ -156,16 +158,6 @@ class TaskSpec(Strict):
         return value
 
 
-def _describe(error: dict) -> str:
-    field = ".".join(str(p) for p in error["loc"]) or "(top level)"
-    message = error["msg"]
-    if error["type"] == "missing":
-        message = "is required"
-    elif error["type"] == "extra_forbidden":
-        message = "is not a known field"
-    return f"field '{field}' {message}"
-
-
 def parse_task_toml(path: Path) -> TaskSpec:
     """Read and validate ``path``; raise :class:`TaskError` naming file, field and expectation."""
     try:
@@ -177,7 +169,7 @@ def parse_task_toml(path: Path) -> TaskSpec:
     try:
         spec = TaskSpec.model_validate(data)
     except ValidationError as exc:
-        lines = [f"{path}: {_describe(e)}" for e in exc.errors()]
+        lines = [f"{path}: {describe(e)}" for e in exc.errors()]
         raise TaskError("\n".join(lines)) from None
     names = {c.name for c in spec.comparisons}
     for index, target in enumerate(spec.goal.targets):
