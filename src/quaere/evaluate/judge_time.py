@@ -38,6 +38,9 @@ from quaere.task.contract import ComparisonUnavailable, Sample
 from quaere.task.spec import TimingRule
 
 NATIVE = ("candidate", "initial")
+UNTRUSTED = ("candidate",)
+"""The implementations whose code is not ours: their repetitions are bounded when slow, their outputs
+checked whole on a schedule, their claims bounded by the initial kernel's (the trusted reference)."""
 
 
 def rep_seed(seed: int, index: int) -> int:
@@ -216,8 +219,7 @@ def _native(ctx: Context, name: str, ref32: dict, lows: dict) -> NativeImpl:
     state, ops = ctx.state, ctx.state.ops
     runner = state.runners.get(name)
     state.share(runner, ctx.buffers.shared(), ctx.timeout_s)
-    # Only the candidate's outputs get whole checks on a schedule: the initial kernel is trusted code.
-    schedule = FullCheckSchedule(ctx.timing.full_check_share) if name == "candidate" else None
+    schedule = FullCheckSchedule(ctx.timing.full_check_share) if name in UNTRUSTED else None
     impl = NativeImpl(name, ctx, runner, schedule=schedule)
     outputs = ctx.buffers.output_sets[0]
     outputs.poison()
@@ -289,12 +291,12 @@ def time_scenario(state: JudgeState, scenario: Scenario, seed: int, rule: Rule, 
     settled: dict[str, Timing] = {}
     try:
         impls = _prepare(ctx, comparisons, natives, settled)
-        runs = time_interleaved(impls, timing, random.Random(seed), bounded=("candidate",))
+        runs = time_interleaved(impls, timing, random.Random(seed), bounded=UNTRUSTED)
         flops = float(module.flops(scenario))
         for run in runs:
             native = natives.get(run.name)
             if native is not None and not run.failure:
-                reference = natives.get("initial") if run.name == "candidate" else None
+                reference = natives.get("initial") if run.name in UNTRUSTED else None
                 why = hidden_work(native, reference, timing)
                 if why:
                     run.failure, run.status = why, TimingStatus.HIDDEN_WORK

@@ -76,7 +76,8 @@ def load_inputs(workspace: Workspace, store: Store | None = None) -> CampaignInp
             read = store.read(workspace.id)
             signed = tuple(read.evaluations)
             problems += [p.render() for p in read.problems]
-            problems += [line for line in (unsigned_ledger_lines(evaluations, signed),) if line]
+            if extra := unsigned_ledger_lines(evaluations, signed):
+                problems.append(extra)
             checked = corroborate(events, signed, lambda evaluation: to_trace_event(evaluation, task.spec))
             events, evaluations = checked.events, signed
             problems += checked.problems
