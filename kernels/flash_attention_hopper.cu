@@ -73,6 +73,18 @@
 #ifndef FAH_PREFETCH
 #define FAH_PREFETCH 0
 #endif
+#ifndef FAH_L2_MB  // L2 budget (MB) for the K/V of one group of heads scheduled together (non-causal)
+#define FAH_L2_MB 8
+#endif
+#ifndef FAH_GROUP_FILL  // 1: head groups sized so that they are about equal (see heads_per_group)
+#define FAH_GROUP_FILL 1
+#endif
+#ifndef FAH_TAIL  // causal: the last head group holds at least this many tenths of the SM count in tiles
+#define FAH_TAIL 15
+#endif
+#ifndef FAH_L2_MB_C  // the same, causal
+#define FAH_L2_MB_C 24
+#endif
 #ifndef FAH_OV  // 1: where no shared memory is left for a dedicated O buffer, stage O in the V ring
 #define FAH_OV 1
 #endif
@@ -815,12 +827,36 @@ static int num_sms() {
   return n;
 }
 
-// Heads per scheduling group: their K/V (2 * Sk * D * 2 bytes per kv head, shared by `group`
-// query heads) should fit in about half of the 50 MB L2.
-static int heads_per_group(int batch, int sk, int hq, int hkv, int d) {
-  const double kv_bytes_per_qhead = 4.0 * sk * d / (hq / hkv);
-  const double fit = 24.0 * 1024 * 1024 / kv_bytes_per_qhead;
-  return fit < 1.0 ? 1 : (fit > batch * hq ? batch * hq : (int)fit);
+// Heads per scheduling group. Tiles run group after group (heaviest first inside a group), so:
+// - a group's K/V (2 * Sk * D * 2 bytes per kv head, shared by `group` query heads) should fit an
+//   L2 budget, so that the tiles running together hit in L2;
+// - the groups should be about equal, and for causal the last one big enough (FAH_TAIL tenths of
+//   the SM count in tiles) that its heavy tiles do not start when the others are all but done: a
+//   last group of 1 to 4 heads left SMs idle at the end and cost 3-9% (perf.md, stage 3).
+// Among the sizes from the budget's fit down to half of it whose last group is big enough, the one
+// with the fullest groups wins (ties: the larger); when none is, the smallest size above that is.
+static int heads_per_group(int num_bh, double kv_bytes_per_qhead, int causal, int num_m_blocks, int sms) {
+  const double fit_d = (causal ? FAH_L2_MB_C : FAH_L2_MB) * 1024.0 * 1024 / kv_bytes_per_qhead;
+  const int fit = fit_d < 1.0 ? 1 : (fit_d > num_bh ? num_bh : (int)fit_d);
+  if (!FAH_GROUP_FILL) return fit;
+  const int need = (causal ? FAH_TAIL * sms + 10 * num_m_blocks - 1 : 0) / (10 * num_m_blocks);
+  const int lo = need < 1 ? 1 : (need > num_bh ? num_bh : need);
+  auto last_ok = [&](int h) { return num_bh - (num_bh - 1) / h * h >= lo; };
+  int best = 0;
+  double best_fill = 0.0;
+  for (int h = fit; h >= 1 && 2 * h >= fit; --h) {
+    if (h < lo || !last_ok(h)) continue;
+    const int groups = (num_bh + h - 1) / h;
+    const double fill = (double)num_bh / ((double)groups * h);
+    if (fill > best_fill + 1e-9) {
+      best_fill = fill;
+      best = h;
+    }
+  }
+  if (best > 0) return best;
+  for (int h = lo > fit ? lo : fit; h < num_bh; ++h)
+    if (last_ok(h)) return h;
+  return num_bh;
 }
 
 template <int D, int BN, int STAGES, int NWG, bool PINGPONG>
@@ -850,7 +886,7 @@ static int launch(const void* q, const void* k, const void* v, void* o, float* l
   p.group = hq / hkv;
   p.causal = causal ? 1 : 0;
   p.num_m_blocks = (sq + kBM - 1) / kBM;
-  p.heads_per_group = heads_per_group(batch, sk, hq, hkv, D);
+  p.heads_per_group = heads_per_group(batch * hq, 4.0 * sk * D / (hq / hkv), causal, p.num_m_blocks, num_sms());
   p.scale = scale;
   p.scale_log2 = scale * 1.4426950408889634f;
   const int64_t tiles = (int64_t)batch * hq * p.num_m_blocks;

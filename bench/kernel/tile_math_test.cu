@@ -93,7 +93,7 @@ void check_shape(const Shape& s, int d, std::mt19937& rng) {
   const int num_tiles = num_m_blocks * num_bh;
   const int n_total = (s.sk + tl.bn - 1) / tl.bn;
   const int off = s.sk - s.sq;
-  const int hpg = fah::heads_per_group(s.batch, s.sk, s.hq, s.hkv, d);
+  const int hpg = fah::heads_per_group(num_bh, 4.0 * s.sk * d / (s.hq / s.hkv), s.causal, num_m_blocks, 132);
   EXPECT(hpg >= 1 && hpg <= num_bh, "%s heads_per_group %d", tag, hpg);
   std::vector<int> seen((size_t)num_tiles, 0);
   int keyless_tiles = 0;
