@@ -11,6 +11,7 @@
 //   4. the epilogue's thread -> row map writes every row of the tile exactly once;
 //   5. the dynamic scheduler (first tile = blockIdx, then gridDim + atomic counter) hands out every
 //      tile exactly once under random interleavings, and the counters are zero after the launch.
+//   6. causal: the last head group holds at least FAH_TAIL tenths of 132 SMs in tiles (or all tiles).
 #include "../../kernels/flash_attention_hopper.cu"
 
 #include <cstdio>
@@ -95,6 +96,12 @@ void check_shape(const Shape& s, int d, std::mt19937& rng) {
   const int off = s.sk - s.sq;
   const int hpg = fah::heads_per_group(num_bh, 4.0 * s.sk * d / (s.hq / s.hkv), s.causal, num_m_blocks, 132);
   EXPECT(hpg >= 1 && hpg <= num_bh, "%s heads_per_group %d", tag, hpg);
+  // Causal: the last head group holds at least FAH_TAIL tenths of the SM count in tiles (or is all
+  // of them), so that its heavy tiles do not start when the other SMs are nearly done.
+  const int last_heads = num_bh - (num_bh - 1) / hpg * hpg;
+  const long long want_tail = std::min<long long>((long long)num_bh * num_m_blocks, (FAH_TAIL * 132 + 9) / 10);
+  EXPECT(!s.causal || (long long)last_heads * num_m_blocks >= want_tail, "%s last group %d heads x %d blocks < %lld",
+         tag, last_heads, num_m_blocks, want_tail);
   std::vector<int> seen((size_t)num_tiles, 0);
   int keyless_tiles = 0;
   for (int t = 0; t < num_tiles; ++t) {
