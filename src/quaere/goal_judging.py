@@ -17,7 +17,7 @@ from quaere.goal_records import (
     Verdicts,
     lower_bound,
 )
-from quaere.records import BenchmarkResult, Evaluation, Timing, TimingStatus
+from quaere.records import BenchmarkResult, Evaluation, Timing, TimingStatus, Verdict
 from quaere.task.spec import GoalTarget, TaskSpec
 
 

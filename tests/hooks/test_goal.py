@@ -134,6 +134,17 @@ def test_expected_benchmark_missing_and_roofline_suspects_fail():
     assert suspect.failing_benchmarks[0].shortfall is Shortfall.FASTER_THAN_ROOFLINE
 
 
+def test_expected_correctness_scenario_missing_fails_as_not_run():
+    # A run whose record lacks a scenario of the pinned task (an older task version, a trimmed record)
+    # must not pass on the scenarios it has: the missing one fails, named.
+    status = judge(entry(evaluation("h1", verdicts=[("c1", Verdict.PASSED)], benchmarks=FAST)),
+                   expected=Expected(correctness=("c1", "c2")))
+    assert status.state is GoalState.UNMET
+    [missing] = status.failing_scenarios
+    assert (missing.scenario_id, missing.verdict) == ("c2", Verdict.NOT_RUN)
+    assert "missing from the evaluation" in missing.detail
+
+
 def test_a_confirmation_that_falls_short_is_shown_and_the_cap_ends_it():
     # the agent's five runs hold (b2 at 1.6x); each confirmation alone does not (1.55 / (1 + 2 x 2.2 %) < 1.5)
     mine = [entry(evaluation("h1", benchmarks=FAST, created_at=i), sequence=i) for i in range(1, 6)]
