@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, cast
 
 from quaere.evaluate.judging import Device
 from quaere.evaluate.options import POOL_ENV
-from quaere.evaluate.pool import PoolError, PoolSpec, open_pool
+from quaere.evaluate.pool import PoolSpec, open_pool
 from quaere.workspace import STATE_DIR
 
 if TYPE_CHECKING:
@@ -134,8 +134,9 @@ def run_parallel(request: RunRequest, count: int, pool: str | None, env: Mapping
         for folder in folders:
             folder.parent.mkdir(parents=True, exist_ok=True)
         with ProcessPoolExecutor(max_workers=count, mp_context=get_context("spawn")) as executor:
-            futures = [executor.submit(_campaign_process, r, child_env, log) for r, log in zip(requests, logs)]
-            for folder, log, future in zip(folders, logs, futures):
+            futures = [executor.submit(_campaign_process, r, child_env, log)
+                       for r, log in zip(requests, logs, strict=True)]
+            for folder, log, future in zip(folders, logs, futures, strict=True):
                 try:
                     outcomes.append(CampaignOutcome(folder, log, result=future.result()))
                 except (ValueError, RuntimeError, OSError) as exc:

@@ -129,7 +129,9 @@ def check_goal(
         problems=problems,
         failing_scenarios=pooled.failing_scenarios,
         failing_benchmarks=pooled.failing_benchmarks,
-        confirmation_misses=confirmations[-1].failing_benchmarks if confirmations and state is not GoalState.MET else (),
+        confirmation_misses=(
+            confirmations[-1].failing_benchmarks if confirmations and state is not GoalState.MET else ()
+        ),
         partial_runs=tuple(PartialRun(created_at=e.evaluation.created_at, reasons=e.partial) for e in partial),
         scenarios_checked=max((len(r.correctness) for r in runs), default=0),
         benchmarks_checked=pooled.benchmarks_checked,

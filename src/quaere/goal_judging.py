@@ -104,7 +104,9 @@ def not_run_reason(evaluation: Evaluation) -> str:
     return detail.removesuffix(": nothing was run") or "no device"
 
 
-def judge_correctness(runs: Sequence[Evaluation], expected: Sequence[str] | None) -> tuple[list[str], list[FailingScenario]]:
+def judge_correctness(
+    runs: Sequence[Evaluation], expected: Sequence[str] | None
+) -> tuple[list[str], list[FailingScenario]]:
     """Problems (build, audit, nothing run) and failing scenarios over every run; the latest failure of each
     scenario is the one shown."""
     problems: list[str] = []
@@ -130,7 +132,8 @@ def judge_benchmarks(
 ) -> tuple[list[str], list[FailingBenchmark], int]:
     """(problems, failing configurations, target checks made) over the runs that timed anything."""
     timed = [r for r in runs if r.built and r.ran and r.benchmarks]
-    ids = list(expected) if expected is not None else list(dict.fromkeys(b.scenario_id for r in timed for b in r.benchmarks))
+    ids = (list(expected) if expected is not None
+           else list(dict.fromkeys(b.scenario_id for r in timed for b in r.benchmarks)))
     problems: list[str] = []
     failing: list[FailingBenchmark] = []
     checked = 0

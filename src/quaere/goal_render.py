@@ -8,7 +8,6 @@ from __future__ import annotations
 import math
 import time
 
-from quaere.messages import failure_lines
 from quaere.goal import (
     MARGIN_K,
     MAX_CONFIRMATIONS,
@@ -18,6 +17,7 @@ from quaere.goal import (
     GoalStatus,
     Shortfall,
 )
+from quaere.messages import failure_lines
 
 
 def _fmt_ratio(value: float) -> str:
@@ -97,7 +97,8 @@ def render_goal(status: GoalStatus, now: float | None = None) -> str:
     head = _head(status, now) or _unmeasured(status)
     if head is not None:
         return head
-    runs = f", {status.full_runs} full evaluation{'s' if status.full_runs != 1 else ''} pooled" if status.full_runs else ""
+    runs = (f", {status.full_runs} full evaluation{'s' if status.full_runs != 1 else ''} pooled"
+            if status.full_runs else "")
     lines = [f"goal: {status.state.value.upper()} — candidate {status.candidate_hash[:12]}{runs}, latest "
              f"{_when(status.evaluated_at)}"]
     if status.state is GoalState.UNCONFIRMED:

@@ -107,7 +107,8 @@ def evaluate_in_workspace(
     check_workspace(store, workspace, registration, shadow_dirs)
     task = task_for_request(store, registration, request.task, shadow_dirs)
     candidate = (request.candidate or workspace.candidate).resolve()
-    entry = record_evaluation(store, registration, task, candidate, request.options(), Starter.CALLER, evaluate, progress)
+    entry = record_evaluation(store, registration, task, candidate, request.options(), Starter.CALLER, evaluate,
+                              progress)
     keep_workspace_copies(workspace, entry, candidate, task)
     return entry
 

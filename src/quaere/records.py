@@ -163,7 +163,9 @@ class BenchmarkResult(Record):
 class Isolation(Record):
     """What separated the candidate from the judge during this evaluation (what was in force, not asked for)."""
 
-    separate_process: bool = Field(default=True, description="The candidate ran in a runner process, never in the judge.")
+    separate_process: bool = Field(
+        default=True, description="The candidate ran in a runner process, never in the judge."
+    )
     seccomp: bool = Field(default=False, description="The runner's system-call filter was installed.")
     landlock_abi: int = Field(default=0, description="Landlock ABI of the runner's file-system confinement; 0: none.")
     threads_allowed: bool = Field(default=True, description="Whether candidate code could start threads.")

@@ -11,7 +11,7 @@ import hashlib
 import re
 import time
 from pathlib import Path
-from typing import Annotated, Literal, Union
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
@@ -163,24 +163,9 @@ class ErrorEvent(Event):
 
 
 TraceEvent = Annotated[
-    Union[
-        SessionStart,
-        SessionEnd,
-        AgentMessage,
-        ToolCall,
-        ToolResult,
-        EvaluationDone,
-        MomentDetected,
-        QuestionAsked,
-        StopAttempt,
-        StopDecision,
-        BudgetSpent,
-        TrustModeEvent,
-        SessionUnchecked,
-        MethodStarted,
-        SupervisorNote,
-        ErrorEvent,
-    ],
+    SessionStart | SessionEnd | AgentMessage | ToolCall | ToolResult | EvaluationDone | MomentDetected
+    | QuestionAsked | StopAttempt | StopDecision | BudgetSpent | TrustModeEvent | SessionUnchecked | MethodStarted
+    | SupervisorNote | ErrorEvent,
     Field(discriminator="type"),
 ]
 _ADAPTER: TypeAdapter[TraceEvent] = TypeAdapter(TraceEvent)

@@ -16,6 +16,7 @@ from quaere.store import Store
 from quaere.store.pinning import init_workspace
 from quaere.workspace import Workspace
 
+
 def correct_kernel() -> str:
     """Another version of the initial kernel: the same code and speed, other bytes (another content hash)."""
     from quaere.task.loader import load_task
@@ -31,7 +32,9 @@ class Bench:
     store: Store
     cache: Path
 
-    def quaere(self, *args: str, stdin: str = "", cwd: Path | None = None, timeout: float = 600) -> subprocess.CompletedProcess:
+    def quaere(
+        self, *args: str, stdin: str = "", cwd: Path | None = None, timeout: float = 600
+    ) -> subprocess.CompletedProcess:
         env = {**os.environ, "QUAERE_CACHE_DIR": str(self.cache)}
         return subprocess.run([sys.executable, "-m", "quaere", *args], cwd=cwd or self.ws.root, env=env, input=stdin,
                               capture_output=True, text=True, timeout=timeout, check=False)

@@ -17,6 +17,9 @@ SIGNATURE = """extern "C" int attention_forward(const void* q, const void* k, co
     int causal, void* workspace, size_t workspace_bytes, void* stream)"""
 CALL = ("honest_forward(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, head_dim, softmax_scale, "
         "causal, workspace, workspace_bytes, stream)")
+# The output sizes: one C statement, shared by the memo_* attacks.
+OUTPUT_BYTES = ("const size_t o_bytes = (size_t)batch * seqlen_q * heads_q * head_dim * 2, "
+                "lse_bytes = (size_t)batch * heads_q * seqlen_q * 4;")
 
 ATTACKS = {
     # The second half of the batch runs on a private stream after the first: outside the caller's stream.
@@ -50,7 +53,7 @@ ATTACKS = {
 #include <tuple>
 {SIGNATURE} {{
     static std::map<std::tuple<const void*, int, int, int, int>, std::pair<void*, void*>> cache;
-    const size_t o_bytes = (size_t)batch * seqlen_q * heads_q * head_dim * 2, lse_bytes = (size_t)batch * heads_q * seqlen_q * 4;
+    {OUTPUT_BYTES}
     auto key = std::make_tuple(q, batch, seqlen_q, heads_q, head_dim);
     auto hit = cache.find(key);
     cudaStream_t s = (cudaStream_t)stream;
@@ -75,7 +78,7 @@ ATTACKS = {
 #include <map>
 {SIGNATURE} {{
     static std::map<std::array<unsigned long long, 7>, std::pair<void*, void*>> cache;
-    const size_t o_bytes = (size_t)batch * seqlen_q * heads_q * head_dim * 2, lse_bytes = (size_t)batch * heads_q * seqlen_q * 4;
+    {OUTPUT_BYTES}
     std::array<unsigned long long, 7> key{{}};
     cudaMemcpy(&key[0], q, 16, cudaMemcpyDeviceToHost);
     cudaMemcpy(&key[2], k, 16, cudaMemcpyDeviceToHost);

@@ -9,15 +9,15 @@ from __future__ import annotations
 import json
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from tests.hooks.factories import bench as timed
+from tests.hooks.factories import entry, evaluation
 
 from quaere.evaluate.ledger import append_evaluation
-from quaere.signing import Signer
 from quaere.records import Verdict
+from quaere.signing import Signer
 from quaere.store.records import Starter
 from quaere.task.loader import load_task
 from quaere.workspace import content_hash
-
-from tests.hooks.factories import bench as timed, entry, evaluation
 
 
 def forged_entries(bench) -> list:

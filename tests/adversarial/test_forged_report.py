@@ -8,6 +8,9 @@ from the record; a summary with none behind it is left out, and the report says 
 
 from __future__ import annotations
 
+from tests.hooks.factories import bench as timed
+from tests.hooks.factories import entry, evaluation
+
 from quaere.evaluate.ledger import append_evaluation
 from quaere.evaluate.summary import to_trace_event
 from quaere.records import Verdict
@@ -15,8 +18,6 @@ from quaere.store.records import Starter
 from quaere.task.loader import load_task
 from quaere.trace import SessionStart, TraceWriter
 from quaere.workspace import content_hash, create_workspace
-
-from tests.hooks.factories import bench as timed, entry, evaluation
 
 TASK = load_task("cpu_softmax")
 

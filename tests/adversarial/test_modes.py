@@ -52,7 +52,8 @@ def test_the_service_evaluates_source_bytes_and_signs_them_into_its_store(bench)
         entry = json.loads(done.stdout)
         assert entry["evaluation"]["candidate_path"].startswith(str(bench.store.root / "candidates"))
         assert entry["trust_mode"] == "same_user" and entry["partial"] == ["no_benchmark"]
-        assert bench.store.read(bench.ws.id).entries[0].evaluation.candidate_hash == entry["evaluation"]["candidate_hash"]
+        assert (bench.store.read(bench.ws.id).entries[0].evaluation.candidate_hash
+                == entry["evaluation"]["candidate_hash"])
         client = ServiceClient(socket_path)
         assert client.ping().store_root == str(bench.store.root)
         refused = client.call(Evaluate.of("no-such-workspace", "k.cpp", b"int x;"))
@@ -145,7 +146,8 @@ def test_separate_user_mode_the_agent_can_evaluate_but_write_nothing_of_the_stor
     assert forged.returncode != 0 and "Permission denied" in forged.stderr
     assert as_agent("cat", str(store.keys_dir / "ed25519.pem")).returncode != 0
     assert as_agent("cp", "/dev/null", str(store.task_copy(workspace.id) / "task.toml")).returncode != 0
-    again = as_agent(str(shared_python), "-m", "quaere", "init", "--force", "--task", "cpu_softmax", str(workspace.root))
+    again = as_agent(str(shared_python), "-m", "quaere", "init", "--force", "--task", "cpu_softmax",
+                     str(workspace.root))
     assert again.returncode == 2 and "signing key is not readable by this user" in again.stderr
     goal = as_agent(str(shared_python), "-m", "quaere", "goal", "--json")  # the agent can read and verify
     assert json.loads(goal.stdout)["full_runs"] == 1, goal.stderr
@@ -171,8 +173,9 @@ def test_quaere_run_as_root_runs_the_agent_as_its_own_user_beside_the_service(sh
     env = {**os.environ, "PYTHONPATH": str(SOURCE_ROOT), "QUAERE_TRUST_MODE": "separate_user",
            "QUAERE_SERVICE_DIR": str(service_dir)}
     try:
-        done = subprocess.run([str(shared_python), "-m", "quaere", "run", "--task", "cpu_softmax", "--agent", "scripted",
-                               "--script", str(script), "--workspace", str(workspace), "--sessions", "1", "--no-live"],
+        done = subprocess.run([str(shared_python), "-m", "quaere", "run", "--task", "cpu_softmax",
+                               "--agent", "scripted", "--script", str(script), "--workspace", str(workspace),
+                               "--sessions", "1", "--no-live"],
                               env=env, capture_output=True, text=True, timeout=900, check=False)
         assert "trust mode: separate-user" in done.stderr, done.stderr[-3000:]
         events = read_trace(workspace / ".quaere" / "trace.jsonl").events

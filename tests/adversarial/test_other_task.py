@@ -12,6 +12,7 @@ import shutil
 
 from quaere.task.loader import SHIPPED_TASKS_DIR
 
+
 def sleepy_initial(sleep_ms: int) -> str:
     """The initial kernel, made slow: every call sleeps ``sleep_ms`` before doing its work."""
     return SLEEPY_INITIAL.replace("usleep(20000)", f"usleep({sleep_ms * 1000})")

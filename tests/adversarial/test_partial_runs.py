@@ -34,7 +34,8 @@ def test_partial_runs_are_recorded_as_such_and_never_replace_the_full_one(bench,
     bench.ws.candidate.write_text(WRONG_ON_WIDE_ROWS)
     full = bench.quaere("eval", "--json")
     assert full.returncode == 1, full.stderr
-    failing = [v["scenario_id"] for v in json.loads(full.stdout)["evaluation"]["correctness"] if v["verdict"] != "passed"]
+    failing = [v["scenario_id"] for v in json.loads(full.stdout)["evaluation"]["correctness"]
+               if v["verdict"] != "passed"]
     assert failing
     easy = tmp_path / "easy.json"
     easy.write_text(json.dumps([{"id": i, "params": {"rows": 2, "cols": 8, "scale": 1.0, "offset": 0.0}}

@@ -124,7 +124,9 @@ def test_a_forged_device_time_is_hidden_work(task: Task, cache: Path, one: Path,
     assert "forged" in candidate.detail
 
 
-def test_an_output_cached_by_input_pointer_is_inputs_memoized(task: Task, cache: Path, one: Path, tmp_path: Path) -> None:
+def test_an_output_cached_by_input_pointer_is_inputs_memoized(
+    task: Task, cache: Path, one: Path, tmp_path: Path
+) -> None:
     """Every timed call gets new input contents at the same address: a pointer-keyed cache goes stale."""
     evaluation = run_evaluation(task, write_candidate(tmp_path, "memo_pointer"), timed(cache, one))
     assert evaluation.correct

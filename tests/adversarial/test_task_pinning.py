@@ -73,8 +73,8 @@ def test_a_task_folder_changed_after_it_was_pinned_is_refused_by_name(tmp_path, 
 
 def test_a_workspace_made_before_the_store_is_registered_as_it_is(tmp_path, store):
     from quaere.store.pinning import init_workspace
-    from quaere.workspace import create_workspace
     from quaere.task.loader import load_task
+    from quaere.workspace import create_workspace
 
     old = create_workspace(tmp_path / "old", "cpu_softmax", load_task("cpu_softmax").initial_kernel)
     old.candidate.write_text("// the agent's work so far\n")

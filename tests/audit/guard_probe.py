@@ -17,7 +17,7 @@ def main(argv: list[str]) -> None:
     candidate, harness_libs = argv[0], argv[1:]
     ctypes.CDLL("libm.so.6")  # an ordinary load by a non-candidate object (Python's ctypes)
     for path in harness_libs:
-        ctypes.CDLL(path).cublasCreate_v2  # the harness maps cuBLAS and looks up a symbol itself
+        _ = ctypes.CDLL(path).cublasCreate_v2  # the harness maps cuBLAS and looks up a symbol itself
     before = banned_mappings(BANNED, read_maps())
     rc = ctypes.CDLL(candidate).run()
     after = banned_mappings(BANNED, read_maps())

@@ -11,10 +11,10 @@ from quaere.agents.human import terminal_ask
 from quaere.agents.scripted import Action, ScriptedAgent
 from quaere.agents.state import CampaignStatus, load_state
 from quaere.campaign import run_campaign
+from quaere.hooks.state import StateFile, read_state
 from quaere.questions.bank import load_bank
 from quaere.questions.sources import BankSource, Edit, HumanPrompt, HumanSource, OwnText, Pick
 from quaere.records import Moment
-from quaere.hooks.state import StateFile, read_state
 from quaere.serve.deploy import Deployment
 from quaere.store import Store
 from quaere.trace import BudgetSpent, ErrorEvent, QuestionAsked, SessionEnd, SessionUnchecked, StopDecision, read_trace
@@ -119,7 +119,8 @@ def test_a_damaged_hook_state_gives_the_agent_nothing(tmp_path: Path, store: Sto
     run_campaign(config, agent, deployment=Deployment(store))
     events = _events(workspace)
     assert [e for e in events if isinstance(e, ErrorEvent)] == []
-    assert [(e.decision, e.goal_status) for e in events if isinstance(e, StopDecision)] == [("block", "no_evaluation")] * 3
+    assert ([(e.decision, e.goal_status) for e in events if isinstance(e, StopDecision)]
+            == [("block", "no_evaluation")] * 3)
     state = read_state(StateFile(signed.parent, store.signer()))
     assert (state.blocks, state.tampered_resets) == (3, 1)
     [unchecked] = [e for e in events if isinstance(e, SessionUnchecked)]

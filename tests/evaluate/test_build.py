@@ -20,7 +20,8 @@ def test_cached_build_is_reused_until_a_header_changes(cpu_task, tmp_path: Path)
     header = tmp_path / "scale.h"
     header.write_text("#define SCALE 1.0f\n")
     source = tmp_path / "k.cpp"
-    source.write_text('#include "scale.h"\nextern "C" int softmax_rows(const float*, float*, int, int) { return SCALE > 2; }\n')
+    source.write_text('#include "scale.h"\n'
+                      'extern "C" int softmax_rows(const float*, float*, int, int) { return SCALE > 2; }\n')
     first = build_source(cpu_task.spec, source, tmp_path / "cache", cpu_task.folder)
     assert first.status is BuildStatus.OK and str(header) in first.included_headers
     assert Path(first.artifact).exists() and (Path(first.artifact).parent / "build.log").exists()

@@ -10,13 +10,14 @@ import json
 import re
 from pathlib import Path
 
-from quaere.evaluate import EvalOptions, run_evaluation
-from quaere.evaluate.build import build_source
-from quaere.messages import group_failures, one_line, printable
-from quaere.evaluate.judging import MAX_TIMEOUTS
-from quaere.records import BuildStatus, ScenarioVerdict, Verdict
 from tests.evaluate.conftest import CANDIDATES
 from tests.evaluate.test_cli import quaere
+
+from quaere.evaluate import EvalOptions, run_evaluation
+from quaere.evaluate.build import build_source
+from quaere.evaluate.judging import MAX_TIMEOUTS
+from quaere.messages import group_failures, one_line, printable
+from quaere.records import BuildStatus, ScenarioVerdict, Verdict
 
 CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
@@ -39,7 +40,9 @@ def test_a_missing_entry_point_is_said_whole_and_once(tmp_path: Path, cache_dir:
     assert ".cache" not in lines[0] and str(cache_dir) not in lines[0]  # the cache path shortened to kernel.so
 
 
-def test_a_binary_file_puts_no_control_byte_on_the_terminal(tmp_path: Path, cache_dir: Path, two_scenarios: Path) -> None:
+def test_a_binary_file_puts_no_control_byte_on_the_terminal(
+    tmp_path: Path, cache_dir: Path, two_scenarios: Path
+) -> None:
     source = tmp_path / "binary.cpp"
     source.write_bytes(bytes(range(256)) * 4 + b"\x1b[2J\x1b]0;title\x07")
     text = shown(source, tmp_path, cache_dir, two_scenarios)
@@ -107,8 +110,8 @@ def test_failures_are_grouped_by_verdict_and_message_in_order() -> None:
         return ScenarioVerdict(scenario_id=f"s{i}", verdict=verdict, seed=1, detail=detail)
 
     groups = group_failures([v(0, Verdict.CRASHED, "boom"), v(1, Verdict.TIMED_OUT, "boom"),
-                             v(2, Verdict.CRASHED, "boom\n"), v(3, Verdict.CRASHED, "other"), v(4, Verdict.CRASHED, "boom"),
-                             v(5, Verdict.CRASHED, "boom")])
+                             v(2, Verdict.CRASHED, "boom\n"), v(3, Verdict.CRASHED, "other"),
+                             v(4, Verdict.CRASHED, "boom"), v(5, Verdict.CRASHED, "boom")])
     assert [(g.verdict, g.scenario_ids) for g in groups] == [
         (Verdict.CRASHED, ("s0", "s2", "s4", "s5")), (Verdict.TIMED_OUT, ("s1",)), (Verdict.CRASHED, ("s3",))]
     assert groups[0].line() == "crashed on 4 scenarios (s0, s2, s4 and 1 more): boom"

@@ -8,16 +8,17 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.evaluate.conftest import CANDIDATES
+
 from quaere.evaluate.ledger import read_ledger
 from quaere.store import Store
 from quaere.trace import EvaluationDone, SessionStart, TraceWriter, read_trace
-from tests.evaluate.conftest import CANDIDATES
 
 
 def quaere(*args: str, cwd: Path, cache: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "QUAERE_CACHE_DIR": str(cache)}
-    return subprocess.run([sys.executable, "-m", "quaere", *args], cwd=cwd, env=env, capture_output=True, text=True, check=False,
-                          timeout=300)
+    return subprocess.run([sys.executable, "-m", "quaere", *args], cwd=cwd, env=env, capture_output=True, text=True,
+                          check=False, timeout=300)
 
 
 def reject(constant: str) -> None:
@@ -49,7 +50,8 @@ def test_eval_of_a_wrong_candidate_exits_nonzero(tmp_path: Path, cache_dir: Path
                   "--no-benchmark", "--scenarios", str(two_scenarios), cwd=tmp_path, cache=cache_dir)
     assert done.returncode == 1
     assert {v["verdict"] for v in json.loads(done.stdout)["correctness"]} == {"wrong"}
-    assert len(read_ledger(tmp_path / ".quaere" / "ledger.jsonl").evaluations) == 1  # ledger beside, outside a workspace
+    # ledger beside, outside a workspace
+    assert len(read_ledger(tmp_path / ".quaere" / "ledger.jsonl").evaluations) == 1
 
 
 def test_bad_scenarios_file_is_an_error_not_a_traceback(tmp_path: Path, cache_dir: Path) -> None:

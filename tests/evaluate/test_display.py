@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from rich.console import Console
+from tests.evaluate.test_ledger import make_evaluation
 
 from quaere.evaluate.display import render
 from quaere.records import ScenarioVerdict, Verdict
-from tests.evaluate.test_ledger import make_evaluation
 
 
 def rendered(all_rows: bool, count: int) -> str:

@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from tests.evaluate.conftest import CANDIDATES
 
 from quaere.evaluate import EvalOptions, run_evaluation
 from quaere.evaluate.ledger import append_evaluation, read_ledger
 from quaere.records import BuildStatus, TimingStatus, Verdict
-from tests.evaluate.conftest import CANDIDATES
 
 # fixture file -> (verdict on the single-row scenario, verdict on the three-row scenario)
 EXPECTED = {
@@ -127,8 +127,7 @@ def test_runtime_guard_catches_a_dlopen_while_the_candidate_runs(cpu_task, quick
 
 def test_an_audit_that_could_not_gather_device_symbols_says_so(tmp_path: Path, monkeypatch) -> None:
     """Without cuobjdump the device-symbol rule saw nothing: the record must not read as a clean audit."""
-    from quaere.evaluate import EvalOptions, run_evaluation
-    from quaere.evaluate import audit_facts
+    from quaere.evaluate import EvalOptions, audit_facts, run_evaluation
     from quaere.task.loader import load_task
 
     monkeypatch.setattr(audit_facts, "find_cuobjdump", lambda: None)

@@ -14,8 +14,8 @@ import pytest
 
 from quaere.evaluate import EvalOptions, run_evaluation
 from quaere.evaluate.device import gpu_present
-from quaere.evaluate.ledger import append_evaluation, read_ledger
 from quaere.evaluate.judging import MAX_TIMEOUTS
+from quaere.evaluate.ledger import append_evaluation, read_ledger
 from quaere.evaluate.stats import geomean, relative_spread
 from quaere.records import TimingStatus, Verdict
 from quaere.task.loader import load_task
@@ -83,7 +83,9 @@ def test_fa_timing_is_repeatable(fa_task) -> None:
     ("fixture", "verdict"),
     [("crash.cu", Verdict.CRASHED), ("hang.cu", Verdict.TIMED_OUT), ("wrong.cu", Verdict.WRONG)],
 )
-def test_fa_adversarial_candidates(fa_task, few_scenarios: Path, tmp_path: Path, fixture: str, verdict: Verdict) -> None:
+def test_fa_adversarial_candidates(
+    fa_task, few_scenarios: Path, tmp_path: Path, fixture: str, verdict: Verdict
+) -> None:
     options = EvalOptions(scenarios_file=few_scenarios, benchmark=False, scenario_timeout_s=20.0)
     evaluation = run_evaluation(fa_task, GPU_FIXTURES / fixture, options)
     details = [v.detail[:300] for v in evaluation.correctness]

@@ -9,9 +9,11 @@ from quaere.evaluate.ledger import append_evaluation, latest_for_hash, read_ledg
 from quaere.records import BuildResult, BuildStatus, DeviceInfo, Evaluation, ScenarioVerdict, Verdict
 
 
-def make_evaluation(candidate_hash: str = "ab" * 32, created_at: float = 1.0, verdict: Verdict = Verdict.PASSED) -> Evaluation:
-    build = BuildResult(status=BuildStatus.OK, command="c++ x", artifact="/tmp/k.so", log_tail="", included_headers=("a.h",),
-                        duration_s=0.1)
+def make_evaluation(
+    candidate_hash: str = "ab" * 32, created_at: float = 1.0, verdict: Verdict = Verdict.PASSED
+) -> Evaluation:
+    build = BuildResult(status=BuildStatus.OK, command="c++ x", artifact="/tmp/k.so", log_tail="",
+                        included_headers=("a.h",), duration_s=0.1)
     return Evaluation(task="cpu_softmax", candidate_path="k.cpp", candidate_hash=candidate_hash, created_at=created_at,
                       device=DeviceInfo(name="cpu:test", sm_clock_mhz=1.0, mem_clock_mhz=2.0), ran=True, build=build,
                       correctness=(ScenarioVerdict(scenario_id="s1", verdict=verdict, seed=3),))

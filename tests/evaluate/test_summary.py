@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import math
 
+from tests.evaluate.test_ledger import make_evaluation
+
 from quaere.evaluate.summary import to_trace_event
 from quaere.records import BenchmarkResult, Timing, TimingStatus, Verdict
-from tests.evaluate.test_ledger import make_evaluation
 
 
 def timing(impl: str, median_ms: float) -> Timing:

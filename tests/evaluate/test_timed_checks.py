@@ -7,11 +7,12 @@ import dataclasses
 import random
 from pathlib import Path
 
+from tests.evaluate.conftest import CANDIDATES
+
 from quaere.evaluate import EvalOptions, run_evaluation
 from quaere.evaluate.timed_checks import FIRST_WITHIN, FullCheckSchedule
 from quaere.records import TimingStatus
 from quaere.task.loader import Task
-from tests.evaluate.conftest import CANDIDATES
 
 CONFIG = "bench-r8192-c128"
 
@@ -54,7 +55,8 @@ def test_one_wrong_element_on_later_timed_calls_fails_the_whole_check(cpu_task: 
     bench = timed(cpu_task, "wrong_late_when_timed.cpp", quick, share=1.0)
     candidate = bench.timing("candidate")
     assert candidate.status is TimingStatus.FAILED, candidate.detail
-    assert "whole output checked" in candidate.detail and "differs from the reference of its own inputs" in candidate.detail
+    assert ("whole output checked" in candidate.detail
+            and "differs from the reference of its own inputs" in candidate.detail)
     assert bench.timing("initial").status is TimingStatus.MEASURED
 
 

@@ -111,11 +111,11 @@ def test_a_slow_candidate_through_the_real_evaluator(cpu_task, cache_dir, tmp_pa
     """A correct candidate that sleeps 150 ms a call (the initial kernel takes a few): timed from fewer
     calls, and the output says so."""
     from rich.console import Console
+    from tests.adversarial.test_other_task import sleepy_initial
 
     from quaere.evaluate import EvalOptions, run_evaluation
     from quaere.evaluate.display import render
     from quaere.evaluate.rep_plan import MIN_SLOW_REPS
-    from tests.adversarial.test_other_task import sleepy_initial
 
     source = tmp_path / "sleepy.cpp"
     source.write_text(sleepy_initial(150))

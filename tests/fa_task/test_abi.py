@@ -108,7 +108,8 @@ def test_kernels_are_sm90a_code_without_spills(built):
         pytest.skip("cuobjdump not found (pip install nvidia-cuda-cuobjdump)")
     usage = subprocess.run([cuobjdump, "-res-usage", str(built)], capture_output=True, text=True, check=True).stdout
     assert "arch = sm_90a" in usage
-    kernels = re.findall(r"Function (\S*attention_forward_kernel\S*):\s*\n\s*REG:(\d+) STACK:(\d+) .*LOCAL:(\d+)", usage)
+    kernels = re.findall(r"Function (\S*attention_forward_kernel\S*):\s*\n\s*"
+                         r"REG:(\d+) STACK:(\d+) .*LOCAL:(\d+)", usage)
     assert len(kernels) == 3, usage
     for name, _registers, stack, local in kernels:
         assert (stack, local) == ("0", "0"), f"{name} uses local memory (register spills): STACK:{stack} LOCAL:{local}"

@@ -7,18 +7,19 @@ import subprocess
 import sys
 
 import pytest
+from tests.hooks.factories import PINNED, entry, evaluation, spec
 
 from quaere.goal import GoalState, check_goal
 from quaere.goal_render import render_goal
 from quaere.records import ScenarioVerdict, Verdict
-from tests.hooks.factories import PINNED, entry, evaluation, spec
 
 WHY = "no GPU (nvidia-smi not found): nothing was run"
 
 
 def not_run(count: int, why: str) -> tuple[ScenarioVerdict, ...]:
     """The verdicts the evaluator writes when it ran nothing."""
-    return tuple(ScenarioVerdict(scenario_id=f"s{i}", verdict=Verdict.NOT_RUN, seed=1, detail=why) for i in range(count))
+    return tuple(ScenarioVerdict(scenario_id=f"s{i}", verdict=Verdict.NOT_RUN, seed=1, detail=why)
+                 for i in range(count))
 
 
 def test_an_evaluation_that_ran_nothing_reads_as_one_line() -> None:

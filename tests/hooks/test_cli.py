@@ -52,7 +52,7 @@ def record(ws, task, failing=(), slow=(), candidate_hash=None, confirm=True):
     ev = evaluation(candidate_hash or content_hash(ws.candidate), verdicts=verdicts, benchmarks=benches)
     made = entry(ev.model_copy(update={"task": "cpu_softmax"}), task_sha256=pinned.sha256)
     for started_by in (Starter.CALLER, Starter.CONFIRMATION) if confirm else (Starter.CALLER,):
-        store.append(ws.id, lambda n: made.model_copy(
+        store.append(ws.id, lambda n, started_by=started_by: made.model_copy(
             update={"sequence": n, "workspace_id": ws.id, "started_by": started_by}))
 
 
@@ -259,7 +259,8 @@ def test_goal_confirm_runs_a_real_full_evaluation_started_by_quaere(ws, task):
     confirmation = Store(Path(os.environ["QUAERE_STORE_DIR"])).read(ws.id).entries[-1]
     assert confirmation.full and confirmation.started_by is Starter.CONFIRMATION
     assert len(confirmation.evaluation.correctness) == len(task.module.correctness_scenarios())
-    assert {b.scenario_id for b in confirmation.evaluation.benchmarks} == {s.id for s in task.module.benchmark_scenarios()}
+    assert ({b.scenario_id for b in confirmation.evaluation.benchmarks}
+            == {s.id for s in task.module.benchmark_scenarios()})
     # the initial kernel against itself never clears its 1.0x target by a margin: not met
     assert status["state"] in ("unmet", "unconfirmed") and done.returncode == 1
 

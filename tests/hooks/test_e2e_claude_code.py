@@ -30,11 +30,11 @@ from quaere.agents.fake_anthropic import RecordedRequest, ScriptedAnthropicServe
 from quaere.questions.queue import enqueue
 from quaere.questions.sources import ChosenQuestion
 from quaere.records import Moment
-from quaere.task.loader import SHIPPED_TASKS_DIR
-from quaere.trace import QuestionAsked, StopDecision, read_trace
 from quaere.store import Store
 from quaere.store.pinning import init_workspace
 from quaere.store.records import Starter
+from quaere.task.loader import SHIPPED_TASKS_DIR
+from quaere.trace import QuestionAsked, StopDecision, read_trace
 
 pytestmark = pytest.mark.slow
 

@@ -63,7 +63,7 @@ def test_active_minutes_skip_the_time_between_sessions():
     events = _trace(MethodKind.GOAL_ONLY, [1.0, 1.0, 1.5, 2.0, 2.0], second_session_at=36000.0)
     minutes = active_minutes(events)
     assert minutes[-1] == pytest.approx(2.0)  # two sessions of 60 s, the ten hours between them not counted
-    evaluation_minutes = [m for e, m in zip(events, minutes) if isinstance(e, EvaluationDone)]
+    evaluation_minutes = [m for e, m in zip(events, minutes, strict=True) if isinstance(e, EvaluationDone)]
     assert evaluation_minutes == pytest.approx([10 / 60, 20 / 60, 30 / 60, 70 / 60, 80 / 60])
 
 

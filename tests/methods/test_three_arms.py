@@ -19,12 +19,12 @@ from quaere.report.compare_plot import METHOD_COLOUR
 from quaere.trace import (
     AgentMessage,
     MethodStarted,
-    TrustModeEvent,
     QuestionAsked,
     StopDecision,
     SupervisorNote,
     ToolCall,
     ToolResult,
+    TrustModeEvent,
     read_trace,
 )
 
@@ -83,7 +83,8 @@ def test_the_tooled_arm_is_briefed_and_every_tool_answers(arms):
     assert "not measured (absent): not used: a CPU task" in profile
     assert "cpu.md" in outputs["quaere tool search softmax exponential vectorization"].output
     assert "v2 | v1 | 2 | failed: wrong" in outputs["quaere tool lineage"].output
-    assert "+            const float inv = static_cast<float>(1.001 / sum);" in outputs["quaere tool lineage show v2"].output
+    assert ("+            const float inv = static_cast<float>(1.001 / sum);"
+            in outputs["quaere tool lineage show v2"].output)
     assert LESSON in outputs["quaere tool lessons list normalization"].output
 
 

@@ -41,11 +41,15 @@ RES_USAGE = """Resource usage:
  Function _Z6kernelPKfPf:
   REG:168 STACK:16 SHARED:0 LOCAL:8 CONSTANT[0]:908 TEXTURE:0 SURFACE:0 SAMPLER:0
 """
-NCU_CSV = '''==PROF== Connected to process 123
-"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size","Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"
-"0","123","python","h","attn_fwd","1","7","(384, 1, 1)","(132, 1, 1)","0","9.0","GPU Speed Of Light Throughput","Compute (SM) Throughput","%","71.2"
-"0","123","python","h","attn_fwd","1","7","(384, 1, 1)","(132, 1, 1)","0","9.0","Occupancy","Achieved Occupancy","%","18.7"
-'''
+NCU_CSV = (  # one CSV row per "\n"; the rows are long, so each is written in two pieces
+    '==PROF== Connected to process 123\n'
+    '"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size",'
+    '"Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"\n'
+    '"0","123","python","h","attn_fwd","1","7","(384, 1, 1)","(132, 1, 1)","0","9.0",'
+    '"GPU Speed Of Light Throughput","Compute (SM) Throughput","%","71.2"\n'
+    '"0","123","python","h","attn_fwd","1","7","(384, 1, 1)","(132, 1, 1)","0","9.0",'
+    '"Occupancy","Achieved Occupancy","%","18.7"\n'
+)
 
 
 def test_sass_mix_classes_and_resources():
@@ -101,9 +105,9 @@ def test_lessons_are_kept_numbered_and_searchable(ws):
     add_lesson(ws, "Vectorizing the exp loop gave 3x", ("cpu",), 1, "abc", 3.0)
     add_lesson(ws, "  Spills appear above 200 registers  ", (), 2, "", None)
     lessons, problems = read_lessons(ws)
-    assert [(l.number, l.session, l.text) for l in lessons] == [
+    assert [(lesson.number, lesson.session, lesson.text) for lesson in lessons] == [
         (1, 1, "Vectorizing the exp loop gave 3x"), (2, 2, "Spills appear above 200 registers")]
-    assert [l.number for l in search_lessons(lessons, "registers spills")] == [2]
+    assert [lesson.number for lesson in search_lessons(lessons, "registers spills")] == [2]
     with pytest.raises(LessonError, match="needs some text"):
         add_lesson(ws, "   ", (), 1, "", None)
     with lessons_file(ws).open("a") as f:
@@ -116,8 +120,8 @@ def _ratio(e) -> float | None:
 
 
 def test_lineage_parents_follow_evaluations_and_checkouts(ws):
-    runs = [evaluation("a", 1), evaluation("b", 2, verdicts=(Verdict.WRONG,)), evaluation("b", 3, verdicts=(Verdict.WRONG,)),
-            evaluation("c", 5)]
+    runs = [evaluation("a", 1), evaluation("b", 2, verdicts=(Verdict.WRONG,)),
+            evaluation("b", 3, verdicts=(Verdict.WRONG,)), evaluation("c", 5)]
     versions = build_lineage(runs, [Checkout(ts=4, candidate_hash="a")], _ratio)
     assert [(v.name, v.parent, v.evaluations, v.failure) for v in versions] == [
         ("v1", None, 1, None), ("v2", "v1", 2, "wrong"), ("v3", "v1", 1, None)]  # c branched from a

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-
 from typing import TYPE_CHECKING
 
 import pytest
@@ -64,7 +63,8 @@ def test_four_candidates_at_once_get_the_sequential_verdicts(cpu_pool: RayPool, 
     assert [_verdicts(e) for e in pooled] == [_verdicts(e) for e in sequential]
     assert pooled[0].correct
     assert [expected in {v.verdict for v in e.correctness}
-            for e, expected in zip(pooled[1:], (Verdict.WRONG, Verdict.NONFINITE, Verdict.UNWRITTEN))] == [True] * 3
+            for e, expected in zip(pooled[1:], (Verdict.WRONG, Verdict.NONFINITE, Verdict.UNWRITTEN),
+                                   strict=True)] == [True] * 3
     assert all(e.isolation.seccomp and e.isolation.separate_process for e in pooled)
 
 

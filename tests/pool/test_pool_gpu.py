@@ -65,13 +65,15 @@ def test_a_full_evaluation_spread_over_the_gpus_matches_one_gpu(fa: Task, gpu_po
     spread = run_evaluation(fa, SHIPPED_KERNEL, options, executor=gpu_pool)
 
     assert one.correct and spread.correct, (one.note, spread.note)
-    assert [(v.scenario_id, v.verdict) for v in spread.correctness] == [(v.scenario_id, v.verdict) for v in one.correctness]
+    assert ([(v.scenario_id, v.verdict) for v in spread.correctness]
+            == [(v.scenario_id, v.verdict) for v in one.correctness])
     devices = {b.placement.device for b in spread.benchmarks}
     assert len(devices) == len(gpu_pool.actors), devices  # every GPU timed some configuration
     for bench in spread.benchmarks:
         assert all(t.status in (TimingStatus.MEASURED, TimingStatus.UNAVAILABLE) for t in bench.timings), bench
     print(f"\none GPU: {one.wall_s:.1f} s; {len(gpu_pool.actors)} GPUs: {spread.wall_s:.1f} s "
-          f"({one.wall_s / spread.wall_s:.2f}x); {len(one.correctness)} scenarios, {len(one.benchmarks)} configurations")
+          f"({one.wall_s / spread.wall_s:.2f}x); {len(one.correctness)} scenarios, "
+          f"{len(one.benchmarks)} configurations")
     for baseline in ("initial", "fa3"):
         mine, theirs = _ratios(spread, baseline), _ratios(one, baseline)
         measured = [k for k in mine if math.isfinite(mine[k]) and math.isfinite(theirs[k])]

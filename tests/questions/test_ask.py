@@ -11,8 +11,8 @@ from typer.testing import CliRunner
 
 from quaere.cli import app
 from quaere.questions.ask import load_task_spec
-from quaere.questions.situation import context_of
 from quaere.questions.queue import QueueEmpty, pending, pop_next
+from quaere.questions.situation import context_of
 from quaere.records import Moment
 from quaere.task.loader import load_task
 from quaere.trace import QuestionAsked, SessionStart, TraceWriter, read_trace

@@ -61,7 +61,7 @@ def pep668_python(root: Path) -> Path:
         (lib / "site-packages" / "pip").symlink_to(pip)
     (lib / "EXTERNALLY-MANAGED").write_text("[externally-managed]\nError=this Python is managed by the system\n")
     python = bindir / "python3"
-    assert subprocess.run([python, "-c", "import sys; assert sys.prefix == sys.base_prefix == %r" % str(root)],
+    assert subprocess.run([python, "-c", f"import sys; assert sys.prefix == sys.base_prefix == {str(root)!r}"],
                           check=False).returncode == 0
     return python
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from tests.task_new.conftest import CPU_KERNEL, REFERENCES, SOFTMAX_ANSWERS, quaere, write_kernel
 
 TWO_ENTRIES = '''#include <cmath>

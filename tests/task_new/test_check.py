@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
+from tests.task_new.conftest import CPU_KERNEL, REFERENCES, write_kernel
 
 from quaere.task.check import (
     CheckName,
@@ -22,7 +23,6 @@ from quaere.task.loader import load_task
 from quaere.task.new import create_task
 from quaere.task.scaffold import Answers
 from quaere.task.todos import find_todos
-from tests.task_new.conftest import CPU_KERNEL, REFERENCES, write_kernel
 
 DOUBLE = ('extern "C" int double_it(const float* x, float* y, int n) {\n'
           "    for (int i = 0; i < n; ++i) y[i] = 2 * x[i];\n    return 0;\n}\n")

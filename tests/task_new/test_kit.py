@@ -8,14 +8,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from tests.task_new import references
+from tests.task_new.conftest import write_kernel
 
 from quaere.records import Scenario
 from quaere.task import kit, kit_arrays
 from quaere.task.csig import ParamRole, SignatureError, read_signature
 from quaere.task.kit import Buffer
 from quaere.task.spec import TaskError
-from tests.task_new import references
-from tests.task_new.conftest import write_kernel
 
 FA_KERNEL = Path(__file__).parents[2] / "src" / "quaere" / "task" / "tasks" / "flash_attention_hopper" / "kernel.cu"
 ROWS = {"x": Buffer("input", "float32", ("rows", "cols")), "y": Buffer("output", "float32", ("rows", "cols"))}

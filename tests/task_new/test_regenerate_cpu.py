@@ -7,10 +7,10 @@ import json
 from pathlib import Path
 
 import pytest
+from tests.task_new.conftest import CPU_KERNEL, REFERENCES, SOFTMAX_ANSWERS, quaere
 
 from quaere.evaluate import EvalOptions, run_evaluation
 from quaere.task.loader import load_task
-from tests.task_new.conftest import CPU_KERNEL, REFERENCES, SOFTMAX_ANSWERS, quaere
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "candidates"
 # A single row (where the process-killing fixtures misbehave) and a small matrix, in the params both tasks read.

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from tests.task_new.conftest import quaere
 
 from quaere.task.loader import load_task
-from tests.task_new.conftest import quaere
 
 HERE = Path(__file__).parent
 TASK = load_task("rmsnorm_hopper")

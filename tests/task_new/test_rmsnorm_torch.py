@@ -13,7 +13,6 @@ import pytest
 
 from quaere.evaluate.correctness import Rule
 from quaere.records import Scenario
-from quaere.task import kit_arrays
 from quaere.task.check_refs import sample_problem, scenario_facts
 from quaere.task.loader import load_task
 

@@ -11,6 +11,7 @@ def test_outside_a_campaign_the_session_is_zero() -> None:
 
 
 def test_the_open_session_is_the_last_started_and_not_ended() -> None:
-    events = [SessionStart(session=1, agent="x"), SessionEnd(session=1, reason="budget"), SessionStart(session=2, agent="x")]
+    events = [SessionStart(session=1, agent="x"), SessionEnd(session=1, reason="budget"),
+              SessionStart(session=2, agent="x")]
     assert current_session(events) == 2
     assert current_session([*events, SessionEnd(session=2, reason="goal_met")]) == 0

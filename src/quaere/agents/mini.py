@@ -159,12 +159,12 @@ def workspace_hooks(root: Path, store_root: Path | None = None) -> HookSet:
     and ``quaere ask``."""
     import os
 
-    from quaere.serve.access import confirmer_for
-    from quaere.store import Store, default_store_root
     from quaere.agents.session import Counters, Limits, SessionHooks
     from quaere.hooks.dialect import HookDialect
     from quaere.hooks.state import update_state
     from quaere.hooks.wiring import build_deps
+    from quaere.serve.access import confirmer_for
+    from quaere.store import Store, default_store_root
     from quaere.trace import TraceWriter
     from quaere.workspace import open_workspace
 

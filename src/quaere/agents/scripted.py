@@ -60,7 +60,9 @@ class ScriptedAgent:
 
     name = "scripted"
 
-    def __init__(self, actions: Sequence[Action], command_timeout_s: float = 600.0, run_as: RunAs | None = None) -> None:
+    def __init__(
+        self, actions: Sequence[Action], command_timeout_s: float = 600.0, run_as: RunAs | None = None
+    ) -> None:
         self.actions = list(actions)
         self.position = 0
         self.command_timeout_s = command_timeout_s

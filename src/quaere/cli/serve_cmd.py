@@ -12,7 +12,9 @@ from quaere.store.records import TrustMode
 
 
 def serve(
-    store: Path = typer.Option(..., "--store", help="The store root this service owns (keys, records, task copies, cache)."),
+    store: Path = typer.Option(
+        ..., "--store", help="The store root this service owns (keys, records, task copies, cache).",
+    ),
     socket_path: Path = typer.Option(..., "--socket", help="The Unix socket to listen on."),
     trust_mode: TrustMode = typer.Option(
         TrustMode.SEPARATE_USER, "--trust-mode",

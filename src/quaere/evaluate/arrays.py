@@ -210,7 +210,8 @@ class TorchCudaOps:
         raw = flat.view(torch.uint8)
         if raw.numel() <= HOST_HASH_MAX_BYTES:
             return hashlib.sha256(raw.cpu().numpy().tobytes()).hexdigest()
-        words = raw.view(torch.int32) if raw.numel() % 4 == 0 else raw.view(torch.int16) if raw.numel() % 2 == 0 else raw
+        words = (raw.view(torch.int32) if raw.numel() % 4 == 0
+                 else raw.view(torch.int16) if raw.numel() % 2 == 0 else raw)
         total = torch.zeros((), dtype=torch.int64, device=self.device)
         weighted = torch.zeros((), dtype=torch.int64, device=self.device)
         for start in range(0, words.numel(), DEVICE_SUM_CHUNK):

@@ -26,7 +26,7 @@ from quaere.evaluate.artifact_scan import (
     fingerprints,
     resolve_needed,
 )
-from quaere.evaluate.elf_sections import NotElf, Section, sections_of, section_strings
+from quaere.evaluate.elf_sections import NotElf, Section, section_strings, sections_of
 from quaere.evaluate.families import MENTIONS_LIBRARY
 from quaere.evaluate.library_identity import dynamic_info, identify
 
@@ -154,7 +154,7 @@ def _demangle(tools: _Tools, names: tuple[str, ...]) -> tuple[str, ...]:
     demangled = out.splitlines()
     if len(demangled) != len(names):
         return names
-    return tuple(d if d == n else f"{d}  [{n}]" for n, d in zip(names, demangled))
+    return tuple(d if d == n else f"{d}  [{n}]" for n, d in zip(names, demangled, strict=True))
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from quaere.messages import failure_lines, group_failures, one_line, printable
 from quaere.evaluate.stats import relative_spread
+from quaere.messages import failure_lines, group_failures, one_line, printable
 from quaere.records import Evaluation, ScenarioVerdict, TimingStatus, Verdict
 
 

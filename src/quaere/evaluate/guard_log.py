@@ -81,4 +81,5 @@ def mapping_findings(detail: str) -> list[AuditFinding]:
 
     if not detail.startswith(LOADED_PREFIX):
         return []
-    return [AuditFinding(rule=RUNTIME_MAPPING_NAME, rationale=RUNTIME_MAPPING_RATIONALE, evidence=detail[len(LOADED_PREFIX):])]
+    return [AuditFinding(rule=RUNTIME_MAPPING_NAME, rationale=RUNTIME_MAPPING_RATIONALE,
+                         evidence=detail[len(LOADED_PREFIX):])]

@@ -209,8 +209,8 @@ def hidden_work(impl: NativeImpl, reference: NativeImpl | None, timing: TimingRu
     excess = impl.overhead_ms() - reference.overhead_ms()
     if excess > slack:
         return (f"the judge's clock saw {excess * 1e3:.0f} us more per call than the claimed device time "
-                f"accounts for, beyond the trusted initial kernel's (lower quartile of {len(impl.walls_ms)} calls, slack "
-                f"{slack * 1e3:.0f} us): work outside the timed interval, or a forged time")
+                f"accounts for, beyond the trusted initial kernel's (lower quartile of {len(impl.walls_ms)} calls, "
+                f"slack {slack * 1e3:.0f} us): work outside the timed interval, or a forged time")
     return ""
 
 

@@ -12,7 +12,7 @@ import math
 from typing import Any
 
 from quaere.evaluate.arrays import GUARD_BYTES, guard_elems, pattern_for
-from quaere.evaluate.protocol import ArgSpec, BufferSpec
+from quaere.evaluate.protocol import ArgSpec
 from quaere.evaluate.shared import DTYPE_BYTES, BufferPool, SharedBuffer
 from quaere.task.contract import Arg, OutputSpec
 

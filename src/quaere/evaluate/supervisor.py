@@ -264,7 +264,8 @@ class Supervisor:
         try:
             reply = self._send(message, TIME_REPLY, timeout_s + self.config.judge_slack_s)
         except JudgeLost as lost:
-            return [Timing(impl=i, status=TimingStatus.FAILED, detail=f"{lost.verdict.value}: {lost.detail}") for i in impls]
+            return [Timing(impl=i, status=TimingStatus.FAILED, detail=f"{lost.verdict.value}: {lost.detail}")
+                    for i in impls]
         if isinstance(reply, Failure):
             return [Timing(impl=i, status=TimingStatus.FAILED, detail=reply.error) for i in impls]
         self.clock_note = reply.clock_note or self.clock_note

@@ -1,11 +1,11 @@
 """OpenHands' hook dialect (verified against ``openhands-sdk`` 1.58.2 under Python 3.12).
 
 Settings: ``.openhands/hooks.json`` in the project, else ``~/.openhands/hooks.json`` (or
-``$OH_PERSISTENCE_DIR/hooks.json``; the first that exists is read, so a project file shadows the user's). The SDK does not read them by itself: the caller
-passes ``hook_config=HookConfig.load(working_dir=...)`` to its Conversation
-(:mod:`quaere.agents.openhands_sdk` does, and relays post-tool questions). Claude Code's shape; unknown
-event names are rejected. A Stop is blocked by exit code 2 (and ``"decision": "deny"``); context is read
-from a top-level ``additionalContext``. The payload names its keys ``event_type``, ``working_dir``,
+``$OH_PERSISTENCE_DIR/hooks.json``; the first that exists is read, so a project file shadows the user's).
+The SDK does not read them by itself: the caller passes ``hook_config=HookConfig.load(working_dir=...)``
+to its Conversation (:mod:`quaere.agents.openhands_sdk` does, and relays post-tool questions). Claude Code's
+shape; unknown event names are rejected. A Stop is blocked by exit code 2 (and ``"decision": "deny"``); context
+is read from a top-level ``additionalContext``. The payload names its keys ``event_type``, ``working_dir``,
 ``tool_response`` (an object) and ``message``; it carries no transcript.
 """
 

@@ -72,7 +72,8 @@ def profile_kernel(ncu: Path, task_ref: str, artifact: Path, scenario_id: str, t
     output = done.stdout + done.stderr
     if "ERR_NVGPUCTRPERM" in output:
         return NcuResult(NcuStatus.NO_PERMISSION, note="the driver does not let this user read GPU performance "
-                         "counters (ERR_NVGPUCTRPERM); an administrator can allow it (NVreg_RestrictProfilingToAdminUsers=0)")
+                         "counters (ERR_NVGPUCTRPERM); an administrator can allow it "
+                         "(NVreg_RestrictProfilingToAdminUsers=0)")
     metrics = parse_csv(done.stdout)
     if metrics:
         return NcuResult(NcuStatus.MEASURED, metrics)

@@ -31,7 +31,8 @@ def _roofline(digest: Digest) -> list[str]:
     for row in digest.roofline:
         ratios = ", ".join(f"{_num(v, 2)}x {k}" for k, v in row.ratios.items() if math.isfinite(v))
         lines.append(f"{row.scenario_id} | {_num(row.median_ms, 4)} | {_num(row.floor_ms, 4)} | {row.limiter} | "
-                     f"{_pct(row.achieved)} | {_num(row.tflops, 2)} | {_num(row.gbps, 1)} | {ratios or row.status.value}")
+                     f"{_pct(row.achieved)} | {_num(row.tflops, 2)} | {_num(row.gbps, 1)} | "
+                     f"{ratios or row.status.value}")
     return lines
 
 

@@ -89,7 +89,8 @@ LIMIT_FAMILIES: tuple[Family, ...] = (
         rf"\b{_WE} (?:now |all )?(?:done|finished|through)\b{_STEP}",
         rf"\b(?:i|we) (?:have |'ve )?(?:finished|completed|concluded)\b{_STEP}",
         r"\bconsider (?:the |this )?(?:task|work|optimi[sz]ation|kernel|job)\w* (?:as )?(?:complete|done|finished)\b",
-        r"\bcalling (?:it|the task|the work|this) (?:complete|done|finished|a day)\b|\bconclude (?:the task|here|now)\b|\btask complete\b",
+        r"\bcalling (?:it|the task|the work|this) (?:complete|done|finished|a day)\b|"
+        r"\bconclude (?:the task|here|now)\b|\btask complete\b",
         r"\b(?:my |the |c'est la )?final (?:version|submission|answer|kernel)\b(?! of (?:the |"
         r"this )?(?:\w+ )?(?:loop|path|side|part|step|routine)\b)|\bversion finale\b",
         r"^done[.!]*$|^finished[.!]*$|\bdone here\b",

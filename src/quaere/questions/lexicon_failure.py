@@ -43,8 +43,8 @@ FAILURE_FAMILIES: tuple[Family, ...] = (
         r"\btechnicality\b|\ba la marge\b|\bwaiv\w*|\bwithin the (?:\w+ )?accuracy\b|\baccuracy (?:you'd|you would|"
         r"one would) expect\b",
         r"\b(?:threshold|tolerance|check|bound)(?:'s)? (?:\w+ ){0,2}(?:doesn't|does not|don't) make sense\b",
-        r"\b(?:threshold|tolerance|bound|check|checker|verifier)(?:'s)? (?:[\w']+ ){0,4}(?:miscalibrated|mis-calibrated|"
-        r"unreasonable|unrealistic|inappropriate)\b",
+        r"\b(?:threshold|tolerance|bound|check|checker|verifier)(?:'s)? (?:[\w']+ ){0,4}(?:miscalibrated|"
+        r"mis-calibrated|unreasonable|unrealistic|inappropriate)\b",
     ), correctness_topic=True),
     Family("noise", FAILURE, 1.0, -0.5, "Noise is a property of timings, not of a wrong output.", (
         r"\bnoise\b|\bbruit\b|\bnumerical slop\b|\bslop of\b|\bjitter\b|\bfuzz\b",
@@ -53,7 +53,8 @@ FAILURE_FAMILIES: tuple[Family, ...] = (
         r"\bround(?:ing|-off|off)\b|\bulps?\b|\bepsilon\b|\blast (?:few )?(?:bit|digit)s?\b|\barrondis?\b",
         r"\b(?:denorm|subnorm)\w*|\bfma contraction\b|\bfused multiply-add\b|\bleast significant (?:bits?|digits?)\b",
         r"\bfloating[- ]point (?:reordering|non-?associativity|effect|error|difference|artifact)s?\b",
-        r"\b(?:accumulation|summation|reduction|addition)[- ]order\b|\border of (?:accumulation|summation|operations)\b",
+        r"\b(?:accumulation|summation|reduction|addition)[- ]order\b|"
+        r"\border of (?:accumulation|summation|operations)\b",
         r"\bordre (?:d'accumulation|de sommation|des operations)\b|\breorder\w* (?:of )?(?:the )?(?:reduction|sum)\b",
         r"\b(?:in|with) a different order\b|\bvirgule flottante\b|\bpartial sums\b|\border in which\b|\btruncat\w*",
         r"\btronca\w*|\bpurely numerical\b|\bnumerical (?:issue|difference|effect|artifact|question|corner case|"
@@ -158,8 +159,8 @@ FAILURE_FAMILIES: tuple[Family, ...] = (
         r"le) (?:calcul|resultat|noyau) est "
         r"(?:bon|correct)\b",
         r"\b(?:error|mismatch|difference|deviation|erreur|ecart)s? (?:is|are|est|sont) (?:\w+ )?(?:tiny|small|minor|"
-        r"minuscule|infime|faible)s?\b|\bleav(?:e|ing) it\b|\b(?:small|tiny|minor|slight) (?:discrepanc\w*|error|mismatch|"
-        r"difference|deviation)s?\b",
+        r"minuscule|infime|faible)s?\b|\bleav(?:e|ing) it\b|\b(?:small|tiny|minor|slight) (?:discrepanc\w*|error|"
+        r"mismatch|difference|deviation)s?\b",
         r"\bmove on\b|\bmoving on\b|\bkeep (?:this|the current) (?:version|kernel)\b|\bje (?:passe a la suite|garde)\b",
     )),
     Family("fixed", FAILURE, -1.0, 0.0, "A fix reported: the failure is being dealt with, not waved away.", (

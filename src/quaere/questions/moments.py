@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pydantic import Field
 
 from quaere.questions.check import Config, MomentCheck, MomentHit
-from quaere.questions.gains import DEFAULT_SUSPICIOUS_GAIN, SuspiciousGainConfig, check_suspicious_gain
+from quaere.questions.gains import SuspiciousGainConfig, check_suspicious_gain
 from quaere.questions.phrases import read_words
 from quaere.records import Moment
 from quaere.trace import AgentMessage, EvaluationDone, QuestionAsked, StopAttempt, StopDecision, TraceEvent

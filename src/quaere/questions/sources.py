@@ -25,6 +25,7 @@ from quaere.questions.situation import TaskContext
 from quaere.records import Moment, QuestionKind
 from quaere.trace import QuestionAsked, TraceEvent
 
+
 class Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 

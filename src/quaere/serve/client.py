@@ -37,7 +37,9 @@ class ServiceClient:
         try:
             return REPLY.validate_json(b"".join(chunks))
         except ValidationError as exc:
-            raise ServiceError(f"{self.socket_path}: the service's reply is not understood: {exc.errors()[0]['msg']}") from None
+            raise ServiceError(
+                f"{self.socket_path}: the service's reply is not understood: {exc.errors()[0]['msg']}"
+            ) from None
 
     def ping(self) -> Pong:
         reply = self.call(Ping())

@@ -108,7 +108,8 @@ def ensure_user(name: str, home: Path | None) -> Account:
     except KeyError:
         pass
     command = ["useradd", "--system", "--user-group", "--shell", "/usr/sbin/nologin"]
-    command += ["--create-home", "--home-dir", str(home)] if home else ["--no-create-home", "--home-dir", "/nonexistent"]
+    command += (["--create-home", "--home-dir", str(home)] if home
+                else ["--no-create-home", "--home-dir", "/nonexistent"])
     done = subprocess.run([*command, name], capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise DeployError(f"useradd {name} failed ({done.returncode}): {done.stderr.strip()}")
@@ -133,11 +134,14 @@ def cannot_run_quaere(account: Account, python: str, env: Mapping[str, str]) -> 
     return f"user {account.name} cannot run {python} -m quaere: {last}"
 
 
-def start_service(store: Store, socket_path: Path, account: Account, python: str, env: Mapping[str, str]) -> subprocess.Popen:
+def start_service(
+    store: Store, socket_path: Path, account: Account, python: str, env: Mapping[str, str]
+) -> subprocess.Popen:
     """``quaere serve`` as ``account``; returns once it answers on its socket."""
     (store.root / SERVICE_FILE).unlink(missing_ok=True)
     process = subprocess.Popen(
-        [*as_account(account), python, "-m", "quaere", "serve", "--store", str(store.root), "--socket", str(socket_path)],
+        [*as_account(account), python, "-m", "quaere", "serve", "--store", str(store.root),
+         "--socket", str(socket_path)],
         env={**env, "HOME": str(store.root)}, cwd=str(store.root), stdin=subprocess.DEVNULL, start_new_session=True,
     )
     deadline = time.monotonic() + START_TIMEOUT_S

@@ -9,7 +9,7 @@ can sign with the store's key; the agent's user never can.
 from __future__ import annotations
 
 import base64
-from typing import Annotated, Literal, Union
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
@@ -49,7 +49,7 @@ class Evaluate(_Message):
         return cls(workspace_id=workspace_id, source_name=name, source_b64=base64.b64encode(data).decode(), **fields)
 
 
-Request = Annotated[Union[Ping, Evaluate], Field(discriminator="op")]
+Request = Annotated[Ping | Evaluate, Field(discriminator="op")]
 REQUEST = TypeAdapter(Request)
 
 
@@ -72,5 +72,5 @@ class Refused(_Message):
     reason: str
 
 
-Reply = Annotated[Union[Pong, Recorded, Refused], Field(discriminator="kind")]
+Reply = Annotated[Pong | Recorded | Refused, Field(discriminator="kind")]
 REPLY = TypeAdapter(Reply)

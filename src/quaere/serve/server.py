@@ -27,7 +27,8 @@ from pydantic import ValidationError
 from quaere.evaluate.options import EvalOptions
 from quaere.recording import Evaluate, record_evaluation
 from quaere.records import Record
-from quaere.serve.protocol import MAX_REQUEST_BYTES, REPLY, REQUEST, Evaluate as EvaluateRequest, Ping, Pong, Recorded, Refused
+from quaere.serve.protocol import MAX_REQUEST_BYTES, REPLY, REQUEST, Ping, Pong, Recorded, Refused
+from quaere.serve.protocol import Evaluate as EvaluateRequest
 from quaere.signing import BadSignature, read_signed, write_signed
 from quaere.store.pinning import pinned_task
 from quaere.store.store import Store, StoreError

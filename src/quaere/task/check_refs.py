@@ -92,7 +92,7 @@ def scenario_facts(task: Task, ops: Any, scenario: Scenario, seed: int, rule: Ru
             if problem:
                 return ScenarioFacts(scenario.id, problem=problem, **sizes)
     lows = {name: ops.compare(refs["low"][name], refs["fp32"][name]) for name in specs}
-    for name, spec in specs.items():
+    for name in specs:
         nan = ops.compare(refs["fp32"][name], refs["fp32"][name])
         if nan.nan_count:
             return ScenarioFacts(scenario.id, problem=f"high reference '{name}' holds {nan.nan_count} NaN", **sizes)

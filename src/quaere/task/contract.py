@@ -3,15 +3,17 @@
 A task module is a plain Python file exposing the functions of :class:`TaskModule` at module level. The
 evaluator's judge imports it, draws inputs with it, asks it for the two references, and asks it for the
 entry point's arguments *as data* (:func:`arguments`): the candidate runs in a separate runner process
-that never imports the task module, and the judge turns the list into pointers into the buffers it owns. Arrays are the task's own kind: numpy arrays for a ``device = "cpu"``
-task, torch tensors on the GPU for a ``device = "cuda"`` task; the harness touches them only through
-:class:`ArrayOps` of the same kind (poison, guard bytes, checksums, error norms).
+that never imports the task module, and the judge turns the list into pointers into the buffers it owns.
+Arrays are the task's own kind: numpy arrays for a ``device = "cpu"`` task, torch tensors on the GPU for
+a ``device = "cuda"`` task; the harness touches them only through :class:`ArrayOps` of the same kind
+(poison, guard bytes, checksums, error norms).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from quaere.records import Scenario
 

@@ -44,7 +44,9 @@ def sdpa(backend_name: str) -> Callable[[Any, dict], Callable[[], Any]]:
         from torch.nn.functional import scaled_dot_product_attention
 
         if shape.causal and shape.seqlen_q != shape.seqlen_k:
-            raise ComparisonUnavailable("SDPA aligns causal masks top-left; this scenario's mask is bottom-right (Sq != Sk)")
+            raise ComparisonUnavailable(
+                "SDPA aligns causal masks top-left; this scenario's mask is bottom-right (Sq != Sk)"
+            )
         backend = getattr(SDPBackend, backend_name)
         q, k, v = (inputs[name].transpose(1, 2) for name in ("q", "k", "v"))  # [B, H, S, D] views, no copy
         kwargs: dict[str, Any] = {"is_causal": shape.causal, "scale": shape.softmax_scale}

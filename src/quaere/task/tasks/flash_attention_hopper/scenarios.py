@@ -105,7 +105,9 @@ class Shape:
             raise ScenarioError(f"scenario '{scenario_id}': param 'causal' is {causal!r}; expected true or false")
         scale = params.get("softmax_scale", values["head_dim"] ** -0.5)
         if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not math.isfinite(scale):
-            raise ScenarioError(f"scenario '{scenario_id}': param 'softmax_scale' is {scale!r}; expected a finite number")
+            raise ScenarioError(
+                f"scenario '{scenario_id}': param 'softmax_scale' is {scale!r}; expected a finite number"
+            )
         if values["heads_q"] % values["heads_kv"]:
             raise ScenarioError(f"scenario '{scenario_id}': heads_q {values['heads_q']} is not a multiple of heads_kv")
         return cls(causal=causal, softmax_scale=float(scale), **values)

@@ -3,7 +3,8 @@
 Edited by hand after that (README.md beside this file says how it was made): the benchmark set, and PyTorch
 and Triton as the comparisons.
 
-Entry point: int rmsnorm_forward(const __nv_bfloat16* x, const __nv_bfloat16* weight, __nv_bfloat16* y, int rows, int cols, float eps, cudaStream_t stream)
+Entry point: int rmsnorm_forward(const __nv_bfloat16* x, const __nv_bfloat16* weight, __nv_bfloat16* y,
+int rows, int cols, float eps, cudaStream_t stream)
 Reference: reference.py:rmsnorm, called (never copied) at low precision on the
 inputs as drawn and at high precision on the inputs upcast to HIGH.
 
@@ -87,7 +88,8 @@ def workspace_bytes(scenario: Scenario) -> int:
 
 
 def arguments(scenario: Scenario) -> list[Arg]:
-    """``int rmsnorm_forward(const __nv_bfloat16* x, const __nv_bfloat16* weight, __nv_bfloat16* y, int rows, int cols, float eps, cudaStream_t stream)``."""
+    """``int rmsnorm_forward(const __nv_bfloat16* x, const __nv_bfloat16* weight, __nv_bfloat16* y, int rows,
+    int cols, float eps, cudaStream_t stream)``."""
     p = scenario.params
     return [pointer("x"), pointer("weight"), pointer("y"), i32(p["rows"]), i32(p["cols"]),
             f32(p["eps"]), stream()]
