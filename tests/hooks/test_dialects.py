@@ -10,7 +10,7 @@ import pytest
 
 from quaere.hooks.answers import block_answer, context_answer, normalize_payload
 from quaere.hooks.codex import with_hooks_feature
-from quaere.hooks.dialect import HookDialect, Scope
+from quaere.hooks.dialect import HookDialect, Scope, WireEvent
 from quaere.hooks.install import InstallError, Target, install_hooks, uninstall_hooks
 from quaere.hooks.state import HookBudget, read_state
 from quaere.hooks.transcript import new_assistant_texts
@@ -39,8 +39,8 @@ def test_answers_follow_the_dialect():
     assert block_answer(HookDialect.CODEX, "no").output == {"decision": "block", "reason": "no"}
     openhands = block_answer(HookDialect.OPENHANDS, "no")
     assert (openhands.output["decision"], openhands.exit_code, openhands.stderr) == ("deny", 2, "no")
-    assert "additionalContext" not in context_answer(HookDialect.CODEX, "PostToolUse", "Q?").output
-    assert context_answer(HookDialect.OPENHANDS, "PostToolUse", "Q?").output["additionalContext"] == "Q?"
+    assert "additionalContext" not in context_answer(HookDialect.CODEX, WireEvent.POST_TOOL_USE, "Q?").output
+    assert context_answer(HookDialect.OPENHANDS, WireEvent.POST_TOOL_USE, "Q?").output["additionalContext"] == "Q?"
 
 
 def test_openhands_payload_keys_are_mapped_and_tool_response_kept():

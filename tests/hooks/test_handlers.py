@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from quaere.goal_source import StoreGoal
-from quaere.hooks.dialect import HookDialect
+from quaere.hooks.dialect import HookDialect, WireEvent
 from quaere.hooks.handlers import (
     HookDeps,
     broken_answer,
@@ -221,9 +221,9 @@ def test_a_torn_store_line_is_reported_and_withholds_the_goal(ws):
 
 def test_broken_answer_blocks_then_lets_go(ws):
     update_state(ws.state, lambda s: setattr(s, "budget", HookBudget(max_blocks=2)))
-    first = broken_answer("Stop", "input not JSON", HookDialect.CLAUDE_CODE, ws.state)
-    second = broken_answer("Stop", "input not JSON", HookDialect.CLAUDE_CODE, ws.state)
-    third = broken_answer("Stop", "input not JSON", HookDialect.CLAUDE_CODE, ws.state)
+    first = broken_answer(WireEvent.STOP, "input not JSON", HookDialect.CLAUDE_CODE, ws.state)
+    second = broken_answer(WireEvent.STOP, "input not JSON", HookDialect.CLAUDE_CODE, ws.state)
+    third = broken_answer(WireEvent.STOP, "input not JSON", HookDialect.CLAUDE_CODE, ws.state)
     assert [first.decision, second.decision, third.decision] == ["block", "block", "allow"]
     assert "input not JSON" in first.output["reason"] and "input not JSON" in first.stderr
 

@@ -29,6 +29,7 @@ from typing import Any
 from quaere.agents.base import EndReason, HookSet, SessionLimits, SessionOutcome, StopAnswer
 from quaere.agents.config import ClaudeSettings
 from quaere.hooks.claude_code import BLOCK_CAP_ENV
+from quaere.hooks.dialect import WireEvent
 from quaere.trace import AgentMessage, ToolCall, ToolResult, cut, redact
 
 # Claude Code's own system prompt, with the campaign's terms added (the opening message restates the task).
@@ -106,13 +107,13 @@ def _hook_map(state: _SessionTrace, settings: ClaudeSettings) -> dict[str, list[
         extra = hooks.on_prompt(str(payload.get("prompt", "")))
         if not extra:
             return {}
-        return {"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": extra}}
+        return {"hookSpecificOutput": {"hookEventName": WireEvent.USER_PROMPT_SUBMIT.value, "additionalContext": extra}}
 
     async def on_post_tool(payload: dict[str, Any], tool_use_id: str | None, _context: Any) -> dict[str, Any]:
         call_id = str(payload.get("tool_use_id") or tool_use_id or "")
         await _catch_up(lambda: call_id in state.calls)
         state.call(call_id, str(payload.get("tool_name", "")), payload.get("tool_input", {}))
-        failed = payload.get("hook_event_name") == "PostToolUseFailure"
+        failed = payload.get("hook_event_name") == WireEvent.POST_TOOL_USE_FAILURE.value
         output = payload.get("error", "") if failed else payload.get("tool_response", "")
         state.result(call_id, output, failed)
         state.tool_calls += 1
@@ -124,7 +125,7 @@ def _hook_map(state: _SessionTrace, settings: ClaudeSettings) -> dict[str, list[
             return {"continue_": False, "stopReason": state.halt_reason}
         if not answer.context:
             return {}
-        event = str(payload.get("hook_event_name", "PostToolUse"))
+        event = str(payload.get("hook_event_name", WireEvent.POST_TOOL_USE.value))
         return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": answer.context}}
 
     async def on_stop(payload: dict[str, Any], _tool_use_id: str | None, _context: Any) -> dict[str, Any]:
@@ -138,10 +139,10 @@ def _hook_map(state: _SessionTrace, settings: ClaudeSettings) -> dict[str, list[
         return [HookMatcher(hooks=[callback], timeout=settings.hook_timeout_s)]
 
     return {
-        "UserPromptSubmit": matcher(on_prompt),
-        "PostToolUse": matcher(on_post_tool),
-        "PostToolUseFailure": matcher(on_post_tool),
-        "Stop": matcher(on_stop),
+        WireEvent.USER_PROMPT_SUBMIT.value: matcher(on_prompt),
+        WireEvent.POST_TOOL_USE.value: matcher(on_post_tool),
+        WireEvent.POST_TOOL_USE_FAILURE.value: matcher(on_post_tool),
+        WireEvent.STOP.value: matcher(on_stop),
     }
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from quaere.agents.base import StopAnswer, ToolAnswer
+from quaere.hooks.dialect import WireEvent
 from quaere.hooks.handlers import HookDeps, broken_answer, handle_post_tool, handle_prompt, handle_stop
 from quaere.trace import BudgetSpent, ErrorEvent, Event, StopDecision, TraceWriter, read_trace
 from quaere.workspace import Workspace, content_hash
@@ -56,13 +57,15 @@ class SessionHooks:
         self.on_change()
 
     def on_prompt(self, prompt: str) -> str:
-        answer = handle_prompt(self._payload("UserPromptSubmit", prompt=prompt), self.deps)
+        answer = handle_prompt(self._payload(WireEvent.USER_PROMPT_SUBMIT.value, prompt=prompt), self.deps)
         return _additional_context(answer.output)
 
     def after_tool(self, tool: str, tool_input: dict[str, Any], output: str) -> ToolAnswer:
         self.counters.tool_calls += 1
         keep_evaluated_versions(self.deps.workspace, self.deps.read_evaluations()[0])
-        payload = self._payload("PostToolUse", tool_name=tool, tool_input=tool_input, tool_response=output)
+        payload = self._payload(
+            WireEvent.POST_TOOL_USE.value, tool_name=tool, tool_input=tool_input, tool_response=output
+        )
         try:
             context = _additional_context(handle_post_tool(payload, self.deps).output)
         except Exception as exc:  # noqa: BLE001 - a broken ledger or bank must not end the session: no question
@@ -75,12 +78,16 @@ class SessionHooks:
         return ToolAnswer(context=context)
 
     def on_stop(self, last_message: str) -> StopAnswer:
-        payload = self._payload("Stop", stop_hook_active=self.blocks > 0, last_assistant_message=last_message)
+        payload = self._payload(
+            WireEvent.STOP.value, stop_hook_active=self.blocks > 0, last_assistant_message=last_message
+        )
         try:
             answer = handle_stop(payload, self.deps)
         except Exception as exc:  # noqa: BLE001 - the hooks' safe answer: block, counted against a small budget
             self._error("hook:stop", exc)
-            answer = broken_answer("Stop", str(exc), self.deps.agent, self.deps.workspace.state, self.session_id)
+            answer = broken_answer(
+                WireEvent.STOP, str(exc), self.deps.agent, self.deps.workspace.state, self.session_id
+            )
         decision = _last_stop_decision(self.deps.workspace.trace)
         self.on_change()
         if answer.decision == "block":

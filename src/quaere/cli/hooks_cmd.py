@@ -18,13 +18,13 @@ from typing import Any
 import typer
 
 from quaere.hooks.answers import normalize_payload
-from quaere.hooks.dialect import HookDialect, Scope
+from quaere.hooks.dialect import HookDialect, Scope, WireEvent
 from quaere.hooks.install import InstallError, Target, install_hooks, uninstall_hooks
 from quaere.hooks.state import DEFAULT_MAX_BLOCKS, HookBudget, HookStateError
 from quaere.task.spec import TaskError
 from quaere.workspace import WorkspaceError, open_workspace
 
-_EVENTS = {"stop": "Stop", "post-tool": "PostToolUse", "prompt": "UserPromptSubmit"}
+_EVENTS = {"stop": WireEvent.STOP, "post-tool": WireEvent.POST_TOOL_USE, "prompt": WireEvent.USER_PROMPT_SUBMIT}
 _PROJECT_DIR_ENV = ("CLAUDE_PROJECT_DIR", "OPENHANDS_PROJECT_DIR")
 
 
@@ -170,7 +170,7 @@ def hook(
         _emit(_broken(name, f"internal error {type(exc).__name__}: {exc}", agent, state_dir, payload))
 
 
-def _broken(event: str, message: str, agent: HookDialect, state_dir: Any, payload: dict[str, Any] | None):
+def _broken(event: WireEvent, message: str, agent: HookDialect, state_dir: Any, payload: dict[str, Any] | None):
     """The safe answer, counted in ``state_dir`` (the store's hook state once known, else the workspace's)."""
     from quaere.hooks.answers import broken_answer, trace_broken
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from quaere.hooks.dialect import HookDialect, all_specs, spec_of
+from quaere.hooks.dialect import HookDialect, WireEvent, all_specs, spec_of
 from quaere.hooks.state import HookStateError, StateFile, update_state
 from quaere.trace import ErrorEvent, StopDecision, TraceWriter
 
@@ -41,9 +41,9 @@ def normalize_payload(payload: dict[str, Any]) -> dict[str, Any]:
                 out[ours] = out[theirs]
     message = out.get("message")
     if isinstance(message, str):
-        if out.get("hook_event_name") == "Stop":
+        if out.get("hook_event_name") == WireEvent.STOP.value:
             out.setdefault("last_assistant_message", message)
-        elif out.get("hook_event_name") == "UserPromptSubmit":
+        elif out.get("hook_event_name") == WireEvent.USER_PROMPT_SUBMIT.value:
             out.setdefault("prompt", message)
     return out
 
@@ -62,15 +62,15 @@ def allow_answer(message: str, stderr: str = "") -> HookAnswer:
     return HookAnswer({"systemMessage": message}, 0, stderr, "allow")
 
 
-def context_answer(agent: HookDialect, event: str, text: str) -> HookAnswer:
-    output: dict[str, Any] = {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
+def context_answer(agent: HookDialect, event: WireEvent, text: str) -> HookAnswer:
+    output: dict[str, Any] = {"hookSpecificOutput": {"hookEventName": event.value, "additionalContext": text}}
     if spec_of(agent).top_level_context:
         output["additionalContext"] = text
     return HookAnswer(output)
 
 
 def broken_answer(
-    event: str, message: str, agent: HookDialect, state_dir: Path | StateFile | None, session_id: str = ""
+    event: WireEvent, message: str, agent: HookDialect, state_dir: Path | StateFile | None, session_id: str = ""
 ) -> HookAnswer:
     """The safe answer when the hook cannot judge (bad input, no workspace, unreadable state).
 
@@ -78,8 +78,9 @@ def broken_answer(
     kept in the temp folder per session) so a broken set-up never traps the agent. Other events: no
     answer. Always a clear message on stderr.
     """
-    text = f"quaere hook {event}: {message}"
-    if event != "Stop":
+    event = WireEvent(event)  # a bare "Stop" from an older caller must still block, not pass as another event
+    text = f"quaere hook {event.value}: {message}"
+    if event is not WireEvent.STOP:
         return HookAnswer(None, 0, text)
     used, limit = _count_error_block(state_dir, session_id)
     if used > limit:
@@ -112,12 +113,12 @@ def _count_error_block(state_dir: Path | StateFile | None, session_id: str) -> t
     return used, ERROR_BLOCK_LIMIT
 
 
-def trace_broken(trace: Path, event: str, message: str, answer: HookAnswer) -> None:
+def trace_broken(trace: Path, event: WireEvent, message: str, answer: HookAnswer) -> None:
     """Put a hook failure and the safe answer given on the record (best effort: the trace may be the failure)."""
     try:
         writer = TraceWriter(trace)
-        writer.write(ErrorEvent(where=f"hook {event}", message=message))
-        if event == "Stop" and answer.decision in ("block", "allow"):
+        writer.write(ErrorEvent(where=f"hook {WireEvent(event).value}", message=message))
+        if event == WireEvent.STOP and answer.decision in ("block", "allow"):
             reason = (answer.output or {}).get("reason") or (answer.output or {}).get("systemMessage", "")
             writer.write(StopDecision(decision=answer.decision, reason=reason, goal_status="error"))
     except (OSError, ValueError):

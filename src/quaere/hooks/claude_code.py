@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from quaere.hooks.dialect import DialectSpec, Event, EventEntry, HookDialect
+from quaere.hooks.dialect import DialectSpec, Event, EventEntry, HookDialect, WireEvent
 
 BLOCK_CAP_ENV = "CLAUDE_CODE_STOP_HOOK_BLOCK_CAP"
 
@@ -38,10 +38,10 @@ SPEC = DialectSpec(
     project_file=Path(".claude/settings.json"),
     user_file=Path(".claude/settings.json"),
     events=(
-        EventEntry("Stop", Event.STOP),
-        EventEntry("PostToolUse", Event.POST_TOOL, "*"),
-        EventEntry("PostToolUseFailure", Event.POST_TOOL, "*"),
-        EventEntry("UserPromptSubmit", Event.PROMPT),
+        EventEntry(WireEvent.STOP, Event.STOP),
+        EventEntry(WireEvent.POST_TOOL_USE, Event.POST_TOOL, "*"),
+        EventEntry(WireEvent.POST_TOOL_USE_FAILURE, Event.POST_TOOL, "*"),
+        EventEntry(WireEvent.USER_PROMPT_SUBMIT, Event.PROMPT),
     ),
     block_cap_env=BLOCK_CAP_ENV,
     transcript_text=transcript_text,

@@ -23,7 +23,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from quaere.hooks.dialect import DialectSpec, Event, EventEntry, HookDialect, Scope
+from quaere.hooks.dialect import DialectSpec, Event, EventEntry, HookDialect, Scope, WireEvent
 
 FEATURE_KEY = "hooks"
 
@@ -87,9 +87,9 @@ SPEC = DialectSpec(
     project_file=Path(".codex/hooks.json"),
     user_file=Path(".codex/hooks.json"),
     events=(
-        EventEntry("Stop", Event.STOP),
-        EventEntry("PostToolUse", Event.POST_TOOL),
-        EventEntry("UserPromptSubmit", Event.PROMPT),
+        EventEntry(WireEvent.STOP, Event.STOP),
+        EventEntry(WireEvent.POST_TOOL_USE, Event.POST_TOOL),
+        EventEntry(WireEvent.USER_PROMPT_SUBMIT, Event.PROMPT),
     ),
     transcript_text=transcript_text,
     notes=notes,

@@ -41,11 +41,21 @@ class Event(str, Enum):
     PROMPT = "prompt"
 
 
+class WireEvent(str, Enum):
+    """Hook event names as the agents write them: settings-file keys and payloads' ``hook_event_name``
+    (PascalCase in every dialect so far)."""
+
+    STOP = "Stop"
+    POST_TOOL_USE = "PostToolUse"
+    POST_TOOL_USE_FAILURE = "PostToolUseFailure"  # Claude Code: a tool call that failed
+    USER_PROMPT_SUBMIT = "UserPromptSubmit"
+
+
 @dataclass(frozen=True)
 class EventEntry:
     """One event of an agent's settings file and the quaere hook that answers it."""
 
-    key: str  # the event's name in the settings file (PascalCase in every dialect so far)
+    key: WireEvent  # the event's name in the settings file
     event: Event
     matcher: str | None = None  # None: no matcher in the group
 

@@ -25,7 +25,7 @@ from quaere.goal import GoalState, GoalStatus, is_timing_only
 from quaere.goal_render import render_goal
 from quaere.goal_source import GoalJudge
 from quaere.hooks.answers import HookAnswer, allow_answer, block_answer, broken_answer, context_answer
-from quaere.hooks.dialect import HookDialect
+from quaere.hooks.dialect import HookDialect, WireEvent
 from quaere.hooks.state import HookBudget, HookState, StateFile, read_state, update_state
 from quaere.hooks.transcript import new_assistant_texts
 from quaere.questions.phrases import read_words
@@ -141,7 +141,7 @@ def _stop_moment(deps: HookDeps, status: GoalStatus, last: str, now: float) -> t
 def handle_stop(payload: dict[str, Any], deps: HookDeps) -> HookAnswer:
     """Let the agent stop only when the goal is met (or a budget is spent); else block with a question."""
     if not isinstance(payload, dict):
-        return broken_answer("Stop", "the hook input is not a JSON object", deps.agent, deps.hook_state)
+        return broken_answer(WireEvent.STOP, "the hook input is not a JSON object", deps.agent, deps.hook_state)
     now = deps.clock()
     session_id = str(payload.get("session_id") or "")
 
@@ -214,7 +214,7 @@ def _record_tool(payload: dict[str, Any], deps: HookDeps, session: int) -> None:
     deps.trace.write(
         ToolCall(session=session, call_id=call_id, tool=str(payload.get("tool_name") or "?"), input=cut(text_in)[0])
     )
-    failed = payload.get("hook_event_name") == "PostToolUseFailure"
+    failed = payload.get("hook_event_name") == WireEvent.POST_TOOL_USE_FAILURE.value
     response = payload.get("error") if failed else payload.get("tool_response")
     full = response if isinstance(response, str) else json.dumps(response, default=str)
     output, digest = cut(full)
@@ -240,7 +240,7 @@ def handle_post_tool(payload: dict[str, Any], deps: HookDeps) -> HookAnswer:
     ``quaere eval`` on a failing candidate) alike.
     """
     if not isinstance(payload, dict):
-        return broken_answer("PostToolUse", "the hook input is not a JSON object", deps.agent, None)
+        return broken_answer(WireEvent.POST_TOOL_USE, "the hook input is not a JSON object", deps.agent, None)
     state = read_state(deps.hook_state)
     session = _session_index(state, str(payload.get("session_id") or ""))
     if deps.record_tool_events:
@@ -274,7 +274,8 @@ def handle_post_tool(payload: dict[str, Any], deps: HookDeps) -> HookAnswer:
     update_state(deps.hook_state, remember)
     if picked is None:
         return HookAnswer(None, 0, note)
-    event = "PostToolUseFailure" if payload.get("hook_event_name") == "PostToolUseFailure" else "PostToolUse"
+    failed = payload.get("hook_event_name") == WireEvent.POST_TOOL_USE_FAILURE.value
+    event = WireEvent.POST_TOOL_USE_FAILURE if failed else WireEvent.POST_TOOL_USE
     answer = context_answer(deps.agent, event, f"Question: {picked.text}")
     return HookAnswer(answer.output, 0, note, "none")
 
@@ -285,7 +286,7 @@ def handle_post_tool(payload: dict[str, Any], deps: HookDeps) -> HookAnswer:
 def handle_prompt(payload: dict[str, Any], deps: HookDeps) -> HookAnswer:
     """The campaign-start question, once per campaign, as additional context of the first prompt."""
     if not isinstance(payload, dict):
-        return broken_answer("UserPromptSubmit", "the hook input is not a JSON object", deps.agent, None)
+        return broken_answer(WireEvent.USER_PROMPT_SUBMIT, "the hook input is not a JSON object", deps.agent, None)
     now = deps.clock()
     first: list[bool] = []
 
@@ -305,7 +306,7 @@ def handle_prompt(payload: dict[str, Any], deps: HookDeps) -> HookAnswer:
     picked = _ask(deps, Moment.CAMPAIGN_START, "first prompt of the campaign", session)
     if picked is None:
         return HookAnswer(None)
-    return context_answer(deps.agent, "UserPromptSubmit", f"Question: {picked.text}")
+    return context_answer(deps.agent, WireEvent.USER_PROMPT_SUBMIT, f"Question: {picked.text}")
 
 
 __all__ = [

@@ -63,7 +63,7 @@ def _our_groups(spec: DialectSpec, launcher: str, root: Path | None) -> dict[str
         group: dict[str, Any] = {"hooks": [{"type": "command", "command": command, "timeout": timeout}]}
         if entry.matcher is not None:
             group["matcher"] = entry.matcher
-        groups[entry.key] = group
+        groups[entry.key.value] = group
     return groups
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from quaere.hooks.dialect import DialectSpec, Event, EventEntry, HookDialect, Scope
+from quaere.hooks.dialect import DialectSpec, Event, EventEntry, HookDialect, Scope, WireEvent
 
 
 def notes(root: Path, scope: Scope) -> tuple[str, ...]:
@@ -34,9 +34,9 @@ SPEC = DialectSpec(
     project_file=Path(".openhands/hooks.json"),
     user_file=Path(".openhands/hooks.json"),
     events=(
-        EventEntry("Stop", Event.STOP),
-        EventEntry("PostToolUse", Event.POST_TOOL, "*"),
-        EventEntry("UserPromptSubmit", Event.PROMPT),
+        EventEntry(WireEvent.STOP, Event.STOP),
+        EventEntry(WireEvent.POST_TOOL_USE, Event.POST_TOOL, "*"),
+        EventEntry(WireEvent.USER_PROMPT_SUBMIT, Event.PROMPT),
     ),
     user_dir_env="OH_PERSISTENCE_DIR",
     block_exit_code=2,
