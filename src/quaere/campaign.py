@@ -23,7 +23,7 @@ from quaere.agents.base import Agent
 from quaere.agents.config import CampaignConfig
 from quaere.agents.display import Display, NullDisplay
 from quaere.agents.state import CampaignState, CampaignStatus, StateError, load_state, save_state
-from quaere.campaign_loop import MAX_ERRORS_IN_A_ROW, CampaignResult, CampaignRun, opening_message
+from quaere.campaign_loop import MAX_ERRORS_IN_A_ROW, CampaignEnd, CampaignResult, CampaignRun, opening_message
 from quaere.hooks.handlers import HookDeps, MomentDetector
 from quaere.hooks.state import HookBudget
 from quaere.serve.deploy import Deployment
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from quaere.methods.base import Method
     from quaere.questions.sources import QuestionSource
 
-__all__ = ["MAX_ERRORS_IN_A_ROW", "CampaignResult", "hook_deps", "opening_message", "prepare_workspace",
+__all__ = ["MAX_ERRORS_IN_A_ROW", "CampaignEnd", "CampaignResult", "hook_deps", "opening_message", "prepare_workspace",
            "run_campaign"]
 
 

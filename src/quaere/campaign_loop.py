@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from quaere.agents.base import Agent, EndReason, SessionLimits, SessionOutcome
+from quaere.agents.base import Agent, CampaignEnd, EndReason, SessionLimits, SessionOutcome
 from quaere.agents.config import CampaignConfig
 from quaere.agents.display import CampaignView, Display, TraceFollower, best_by_group
 from quaere.agents.session import Counters, Limits, SessionHooks
@@ -42,7 +42,7 @@ MAX_ERRORS_IN_A_ROW = 3  # sessions failing one after another (an unreachable AP
 class CampaignResult:
     """How a run of the campaign ended."""
 
-    reason: str  # goal_met, a budget's name (sessions, tool_calls, wall_s, cost_usd, blocks), interrupted, error
+    reason: CampaignEnd
     sessions: int
     tool_calls: int
     wall_s: float
@@ -149,15 +149,15 @@ class CampaignRun:
         while True:
             status, _ = current_goal(self.deps)
             if status.met:
-                return self.finish("goal_met")
+                return self.finish(CampaignEnd.GOAL_MET)
             spent = self.spent_between_sessions()
             if spent:
-                return self.finish(spent)
+                return self.finish(CampaignEnd(spent))
             outcome = self.one_session(render_goal(status, time.time()))
             errors = errors + 1 if outcome.reason is EndReason.ERROR else 0
             if errors >= MAX_ERRORS_IN_A_ROW or (errors and not outcome.started):
                 self.save()
-                return self.result("error", outcome.detail)
+                return self.result(CampaignEnd.ERROR, outcome.detail)
 
     def one_session(self, goal_text: str) -> SessionOutcome:
         session_id = f"quaere-{self.state.campaign_id}-{self.state.sessions_started + 1}"
@@ -217,13 +217,13 @@ class CampaignRun:
         self.state.session_open = False
         self.changed()
 
-    def finish(self, reason: str) -> CampaignResult:
+    def finish(self, reason: CampaignEnd) -> CampaignResult:
         self.state.status = CampaignStatus.FINISHED
-        self.state.finished_reason = reason
+        self.state.finished_reason = reason.value
         self.changed()
         return self.result(reason)
 
-    def result(self, reason: str, detail: str = "") -> CampaignResult:
+    def result(self, reason: CampaignEnd, detail: str = "") -> CampaignResult:
         return CampaignResult(
             reason,
             self.state.sessions_started,

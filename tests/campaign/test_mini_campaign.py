@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from quaere.agents.fake_openai import Reply, ScriptedOpenAIServer, last_user_text
-from quaere.campaign import CampaignResult
+from quaere.campaign import CampaignEnd, CampaignResult
 from quaere.records import Moment
 from quaere.trace import QuestionAsked, read_trace
 
@@ -47,7 +47,7 @@ def test_mini_campaign_reaches_the_goal_through_all_five_moments(tmp_path: Path)
         requests = server.requests
     assert run.returncode == 0, run.stderr[-3000:]
     data = json.loads(run.stdout.strip().splitlines()[-1])
-    result = CampaignResult(**{**data, "workspace": Path(data["workspace"])})
+    result = CampaignResult(**{**data, "reason": CampaignEnd(data["reason"]), "workspace": Path(data["workspace"])})
 
     trace = assert_story_told(workspace, result)
     assert "Question:" in last_user_text(requests[0])  # the campaign-start question after the task

@@ -27,6 +27,18 @@ class EndReason(str, Enum):
     INTERRUPTED = "interrupted"  # Ctrl-C or a killed process (recorded on resume)
 
 
+class CampaignEnd(str, Enum):
+    """Why a run of the campaign ended: the goal, one of the budgets by name, or an error."""
+
+    GOAL_MET = "goal_met"
+    SESSIONS = "sessions"
+    TOOL_CALLS = "tool_calls"
+    WALL_S = "wall_s"
+    COST_USD = "cost_usd"
+    BLOCKS = "blocks"
+    ERROR = "error"  # the agent's backend failed several sessions in a row (or before starting)
+
+
 @dataclass(frozen=True)
 class StopAnswer:
     """The Stop hook's answer to a stop attempt."""

@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from quaere.agents.base import StopAnswer, ToolAnswer
+from quaere.agents.base import CampaignEnd, StopAnswer, ToolAnswer
+from quaere.goal_records import GoalState
 from quaere.hooks.dialect import WireEvent
 from quaere.hooks.handlers import HookDeps, broken_answer, handle_post_tool, handle_prompt, handle_stop
 from quaere.trace import BudgetSpent, ErrorEvent, Event, StopDecision, TraceWriter, read_trace
@@ -95,9 +96,11 @@ class SessionHooks:
             return StopAnswer(allow=False, reason=str((answer.output or {}).get("reason", "")))
         status = decision.goal_status if decision is not None else ""
         if status == "budget_spent" and not self.counters.spent:
-            self.counters.spent = "blocks"
+            self.counters.spent = CampaignEnd.BLOCKS.value
         return StopAnswer(
-            allow=True, reason=str((answer.output or {}).get("systemMessage", "")), goal_met=status == "met"
+            allow=True,
+            reason=str((answer.output or {}).get("systemMessage", "")),
+            goal_met=status == GoalState.MET.value,
         )
 
     # -- budgets -----------------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from quaere.campaign import CampaignEnd
 from quaere.records import MethodKind
 
 if TYPE_CHECKING:
@@ -135,15 +136,15 @@ def run(
             f"quaere run: interrupted; carry on with `quaere run --resume --workspace {workspace or '.'}`", err=True
         )
         raise typer.Exit(130) from None
-    if result.reason == "error" and result.detail:
+    if result.reason is CampaignEnd.ERROR and result.detail:
         typer.echo(f"quaere run: the agent failed: {result.detail.splitlines()[0]}", err=True)
     typer.echo(_ended(result))
-    raise typer.Exit(0 if result.reason != "error" else 1)
+    raise typer.Exit(1 if result.reason is CampaignEnd.ERROR else 0)
 
 
 def _ended(result: CampaignResult) -> str:
     return (
-        f"campaign ended: {result.reason} after {result.sessions} sessions, {result.tool_calls} tool calls, "
+        f"campaign ended: {result.reason.value} after {result.sessions} sessions, {result.tool_calls} tool calls, "
         f"{result.wall_s / 60:.1f} min"
         + (f", ${result.cost_usd:.2f}" if result.cost_usd else "")
         + f"; trace in {result.workspace / '.quaere' / 'trace.jsonl'}"
@@ -188,5 +189,5 @@ def _run_parallel(request: RunRequest, count: int, pool: str | None) -> None:
     for outcome in outcomes:
         line = _ended(outcome.result) if outcome.result else f"campaign failed: {outcome.error}"
         typer.echo(f"{outcome.workspace.name}: {line} (log {outcome.log})")
-    failed = any(o.result is None or o.result.reason == "error" for o in outcomes)
+    failed = any(o.result is None or o.result.reason is CampaignEnd.ERROR for o in outcomes)
     raise typer.Exit(1 if failed else 0)

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 
 from pydantic import Field
 
+from quaere.goal_records import GoalState
 from quaere.questions.check import Config, MomentCheck, MomentHit
 from quaere.questions.gains import SuspiciousGainConfig, check_suspicious_gain
 from quaere.questions.phrases import read_words
@@ -171,7 +172,7 @@ def _stop_justified(events: Events, stop_index: int, config: ClaimedLimitConfig)
     evaluation meets the target."""
     for event in events[stop_index + 1 :]:
         if isinstance(event, StopDecision):
-            return event.goal_status == "met"
+            return event.goal_status == GoalState.MET.value
         if isinstance(event, StopAttempt):
             break
     return _meets_target(events, stop_index, config)
