@@ -10,6 +10,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from quaere.cli.refusal import EXIT_NOTHING_FOUND, refuse
 from quaere.questions.ask import NoMomentHolds, ask_view, load_task_spec, record_question
 from quaere.questions.bank import Bank, BankError, lint_dir, load_bank, shipped_bank_dir, stats
 from quaere.questions.schema import BankEntry, provenance_note
@@ -28,16 +29,11 @@ def _console() -> Console:
     return Console(highlight=False)
 
 
-def _fail(message: str, code: int = 2) -> typer.Exit:
-    typer.echo(message, err=True)
-    return typer.Exit(code)
-
-
 def _load(directory: Path | None) -> Bank:
     try:
         return load_bank(directory)
     except BankError as exc:
-        raise _fail(f"{exc}\n(run 'quaere bank lint' for the full list)") from None
+        raise refuse(f"{exc}\n(run 'quaere bank lint' for the full list)") from None
 
 
 @bank_app.command("lint")
@@ -45,7 +41,7 @@ def lint_command(directory: BankDir = None) -> None:
     """Check schema, ids, near duplicates, counts, question form, neutrality and moment coverage; exit 1 on problems."""
     target = directory if directory is not None else shipped_bank_dir()
     if directory is not None and not directory.is_dir():
-        raise _fail(f"{directory}: not a folder")
+        raise refuse(f"{directory}: not a folder")
     problems = lint_dir(target)
     for problem in problems:
         typer.echo(str(problem))
@@ -99,7 +95,7 @@ def list_command(
     ]
     if not entries:
         groups = sorted({e.group for e in bank.entries})
-        raise _fail(f"no entries match; groups are {groups}", 1)
+        raise refuse(f"no entries match; groups are {groups}", EXIT_NOTHING_FOUND)
     table = Table(show_lines=False)
     for column in ("id", "kind", "moments", "question"):
         _add_column(table, column)
@@ -118,7 +114,7 @@ def show_command(
     try:
         e = bank.by_id(entry_id)
     except KeyError as exc:
-        raise _fail(str(exc.args[0])) from None
+        raise refuse(str(exc.args[0])) from None
     width = _console().width
     for label, value in (
         ("id", e.id),
@@ -163,13 +159,13 @@ def ask(
 ) -> None:
     """Say which moment holds now and why, suggest three questions; with --pick/--text, record and queue one."""
     if pick is not None and text is not None:
-        raise _fail("use either --pick or --text, not both")
+        raise refuse("use either --pick or --text, not both")
     try:
         ws = open_workspace(path)
         context = context_of(load_task_spec(ws))
         view = ask_view(ws, load_bank(), context, moment, seed)
     except (WorkspaceError, TaskError, BankError, NoMomentHolds) as exc:
-        raise _fail(str(exc)) from None
+        raise refuse(str(exc)) from None
     for problem in view.trace_problems:  # a torn or unknown line is reported, never fatal
         typer.echo(f"trace: {problem}", err=True)
     console = _console()
@@ -190,7 +186,7 @@ def ask(
         reply = Pick(index=pick) if pick is not None else OwnText(text=(text or "").strip(), kind=kind)
         chosen = resolve_reply(view.moment, view.suggestions, reply)
     except ValueError as exc:
-        raise _fail(str(exc)) from None
+        raise refuse(str(exc)) from None
     record_question(ws, chosen, view.session)
     typer.echo(f"asked ({chosen.entry_id or 'own text'}), queued for the next stop: {chosen.text}")
 

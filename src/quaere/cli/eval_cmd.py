@@ -9,17 +9,13 @@ from typing import Annotated
 
 import typer
 
+from quaere.cli.refusal import refuse
+
 EXIT_NOT_CORRECT = 1
-EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130  # as a shell reports a process ended by SIGINT
 
 INTERRUPTED = ("interrupted: the evaluation stopped before its end, and its judge and runners with it; nothing was "
                "signed into the store nor written to the ledger (only the build cache keeps the build)")
-
-
-def _fail(message: str) -> None:
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(EXIT_BAD_INPUT)
 
 
 def eval_command(
@@ -68,7 +64,7 @@ def eval_command(
                 with RichProgress(console) as progress:  # drawn only on a terminal
                     done = run_eval_command(request, store, Path.cwd(), progress, evaluate)
     except (ScenariosFileError, EvalCommandError, PoolError) as exc:
-        _fail(str(exc))
+        raise refuse(f"error: {exc}") from None
     except KeyboardInterrupt:
         typer.echo(INTERRUPTED, err=True)
         raise typer.Exit(EXIT_INTERRUPTED) from None
@@ -100,7 +96,7 @@ def init_command(
     try:
         workspace, registration = init_workspace(store, directory, task, force, Path.cwd())
     except (TaskError, StoreError) as exc:
-        _fail(str(exc))
+        raise refuse(f"error: {exc}") from None
     typer.echo(f"workspace {workspace.root}: task {registration.task.name} (sha256 {registration.task.sha256[:12]}), "
                f"candidate {workspace.candidate_name}")
     typer.echo(f"store: {store.folder(workspace.id)}")

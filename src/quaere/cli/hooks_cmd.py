@@ -17,6 +17,7 @@ from typing import Any
 
 import typer
 
+from quaere.cli.refusal import refuse
 from quaere.hooks.answers import normalize_payload
 from quaere.hooks.dialect import HookDialect, Scope, WireEvent
 from quaere.hooks.install import InstallError, Target, install_hooks, uninstall_hooks
@@ -26,11 +27,6 @@ from quaere.workspace import WorkspaceError, open_workspace
 
 _EVENTS = {"stop": WireEvent.STOP, "post-tool": WireEvent.POST_TOOL_USE, "prompt": WireEvent.USER_PROMPT_SUBMIT}
 _PROJECT_DIR_ENV = ("CLAUDE_PROJECT_DIR", "OPENHANDS_PROJECT_DIR")
-
-
-def _fail(message: str, code: int = 2) -> typer.Exit:
-    typer.echo(message, err=True)
-    return typer.Exit(code)
 
 
 def goal(
@@ -66,9 +62,9 @@ def goal(
                               confirmer=confirmer_for(store, workspace, progress) if confirm else None)
             status, problems = current_goal(deps)
     except (WorkspaceError, TaskError, StoreError, ServiceError) as exc:
-        raise _fail(str(exc)) from None
+        raise refuse(str(exc)) from None
     except KeyboardInterrupt:
-        raise _fail("interrupted: the confirming evaluation stopped before its end; nothing was recorded, the "
+        raise refuse("interrupted: the confirming evaluation stopped before its end; nothing was recorded, the "
                     "goal is as it was", 130) from None
     for problem in problems:
         typer.echo(f"store: {problem}", err=True)
@@ -136,7 +132,7 @@ def hook(
 
     del retime  # accepted so that settings written by older versions keep working
     if event not in _EVENTS:
-        raise _fail(f"quaere hook: unknown event '{event}'; expected one of {sorted(_EVENTS)}")
+        raise refuse(f"quaere hook: unknown event '{event}'; expected one of {sorted(_EVENTS)}")
     name = _EVENTS[event]
     payload, problem = _read_payload()
     if root is not None and not _inside(_project_dir(payload), root):
@@ -230,7 +226,7 @@ def hooks_install(
             budget = HookBudget(max_blocks=max_blocks, max_sessions=max_sessions, max_wall_s=max_wall_s)
             result = install_hooks(target, budget)
     except (InstallError, HookStateError) as exc:
-        raise _fail(str(exc)) from None
+        raise refuse(str(exc)) from None
     verb = "removed from" if uninstall else "installed in"
     typer.echo(f"quaere hooks {verb} {result.settings_path}{'' if result.changed else ' (already so)'}")
     for note in result.notes:

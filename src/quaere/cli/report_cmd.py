@@ -8,12 +8,8 @@ from typing import Annotated
 
 import typer
 
+from quaere.cli.refusal import refuse
 from quaere.report.campaign_report import DEFAULT_K
-
-
-def _fail(message: str, code: int = 2) -> typer.Exit:
-    typer.echo(f"error: {message}", err=True)
-    return typer.Exit(code)
 
 
 def report(
@@ -50,7 +46,7 @@ def report(
     try:
         ws = open_workspace(folders[0])
     except WorkspaceError as exc:
-        raise _fail(str(exc)) from None
+        raise refuse(f"error: {exc}") from None
     catalog, notes = bank_catalog()
     result = load_report(ws, catalog, k=k, problems=notes, store=Store(default_store_root(os.environ)))
     print_summary(result, Console())
@@ -80,7 +76,7 @@ def export(
     from quaere.workspace import WorkspaceError, open_workspace
 
     if len(paths) not in (1, 2):
-        raise _fail("expected [WORKSPACE] OUT")
+        raise refuse("error: expected [WORKSPACE] OUT")
     workspace, out = (Path("."), paths[0]) if len(paths) == 1 else (paths[0], paths[1])
     try:
         ws = open_workspace(workspace)
@@ -89,7 +85,7 @@ def export(
             manifest = export_bundle(ws, out, catalog, secret_values(os.environ), k=k, progress=progress,
                                      store=Store(default_store_root(os.environ)))
     except (WorkspaceError, ExportError) as exc:
-        raise _fail(str(exc)) from None
+        raise refuse(f"error: {exc}") from None
     typer.echo(f"wrote {out}: {len(manifest['files'])} files, manifest {out / 'manifest.json'}")
 
 
@@ -105,7 +101,7 @@ def verify(
     try:
         findings = check_manifest(bundle)
     except BundleError as exc:
-        raise _fail(str(exc)) from None
+        raise refuse(f"error: {exc}") from None
     for finding in findings:
         typer.echo(f"{finding.issue.value}: {finding.path}", err=True)
     if findings:

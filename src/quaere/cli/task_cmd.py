@@ -7,16 +7,12 @@ from typing import Annotated
 
 import typer
 
+from quaere.cli.refusal import refuse
+
 EXIT_NOT_SOUND = 1
-EXIT_BAD_INPUT = 2
 
 task_app = typer.Typer(name="task", help="Make a task from your own kernel file, and check that a task is sound.",
                        no_args_is_help=True)
-
-
-def _fail(message: str) -> None:
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(EXIT_BAD_INPUT)
 
 
 def _pairs(option: str, items: list[str]) -> dict[str, list[str]]:
@@ -25,7 +21,7 @@ def _pairs(option: str, items: list[str]) -> dict[str, list[str]]:
     for item in items:
         name, sep, value = item.partition("=")
         if not sep or not name.strip() or not value.strip():
-            _fail(f"{option} {item}: expected NAME=VALUE[,VALUE...], e.g. {option} x=rows,cols")
+            raise refuse(f"error: {option} {item}: expected NAME=VALUE[,VALUE...], e.g. {option} x=rows,cols")
         pairs[name.strip()] = [v.strip() for v in value.split(",")]
     return pairs
 
@@ -34,8 +30,9 @@ def _numbers(option: str, name: str, texts: list[str]) -> tuple[float, ...]:
     try:
         return tuple(int(t) if t.lstrip("-").isdigit() else float(t) for t in texts)
     except ValueError:
-        _fail(f"{option} {name}={','.join(texts)}: expected numbers, e.g. {option} {name}=1e-6,0.5")
-        raise
+        raise refuse(
+            f"error: {option} {name}={','.join(texts)}: expected numbers, e.g. {option} {name}=1e-6,0.5"
+        ) from None
 
 
 def new_command(
@@ -76,7 +73,7 @@ def new_command(
     try:
         created = create_task(directory, kernel, entry, reference, answers)
     except TaskError as exc:
-        _fail(str(exc))
+        raise refuse(f"error: {exc}") from None
     typer.echo(f"wrote {created.folder}: {', '.join(p.name for p in created.written)}")
     typer.echo(created.reference_note)
     if created.todos:
@@ -106,7 +103,7 @@ def check_command(
     try:
         report = check_task(task, CheckOptions(seed=seed, no_device=no_device, benchmark=not no_benchmark))
     except TaskError as exc:
-        _fail(str(exc))
+        raise refuse(f"error: {exc}") from None
     render_check(report, Console())
     raise typer.Exit(0 if report.sound else EXIT_NOT_SOUND)
 
