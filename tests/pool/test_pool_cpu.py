@@ -91,7 +91,9 @@ def test_a_judge_killed_mid_evaluation_gives_its_scenarios_to_another(cpu_pool: 
     listener = KillOnFirstVerdict(cpu_pool, victim)
     evaluation = run_evaluation(softmax, FIXTURES / "slow.cpp", options, listener, executor=cpu_pool)
 
-    assert listener.killed and evaluation.correct and not evaluation.lost
+    failing = [(v.scenario_id, v.verdict.value, v.detail[:300]) for v in evaluation.correctness
+               if v.verdict is not Verdict.PASSED]
+    assert listener.killed and evaluation.correct and not evaluation.lost, (failing, evaluation.note)
     assert f"judge {victim} was lost" in evaluation.note and "given to another judge" in evaluation.note
     assert PartialReason.RUNNER_LOST not in partial_reasons(options, True, evaluation)
     assert ray.get(cpu_pool.actors[victim].describe.remote()).name == victim  # Ray restarted it

@@ -14,9 +14,9 @@ from quaere.campaigns import campaign_folders, campaign_requests
 from quaere.evaluate import EvalOptions
 from quaere.evaluate.judging import JudgeJob, SessionReport, job_for, merge_reports
 from quaere.evaluate.pool import PoolError, PoolSpec, pooled_evaluate
-from quaere.evaluate.pool_actor import JobBundle, make_bundle, materialize
+from quaere.evaluate.pool_actor import JUDGE_DEATH_GRACE_S, JobBundle, JudgeActor, make_bundle, materialize
 from quaere.evaluate.run import run_evaluation
-from quaere.records import AuditFinding, Isolation, Scenario
+from quaere.records import AuditFinding, Isolation, Placement, Scenario
 from quaere.task.loader import Task
 from quaere.workspace import create_workspace
 
@@ -106,3 +106,22 @@ def test_importing_quaere_does_not_import_ray() -> None:
     code = ("import sys, quaere, quaere.evaluate, quaere.cli, quaere.evaluate.pool, quaere.campaigns; "
             "sys.exit('ray' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
+
+
+class _Session:
+    """Stands in for a JudgeSession: only the death count matters here."""
+
+    def __init__(self, deaths: int) -> None:
+        self.judge_deaths = deaths
+
+
+def test_an_actor_waits_before_reporting_a_unit_its_judge_died_in(tmp_path: Path) -> None:
+    # Ray kills an actor's children first: a judge death may be the actor's own end, which must reach the
+    # caller as a lost actor (scenarios reassigned), not as an out-of-memory verdict sent in the meantime.
+    actor = JudgeActor("a", "cpu", cache_dir=str(tmp_path), placement=Placement(worker="a", node="n", device="cpu"))
+    slept: list[float] = []
+    actor.sleep = slept.append
+    actor._grace_after_death(_Session(deaths=3), deaths_before=3)
+    assert slept == []  # no death during the unit: the answer goes at once
+    actor._grace_after_death(_Session(deaths=4), deaths_before=3)
+    assert slept == [JUDGE_DEATH_GRACE_S] and JUDGE_DEATH_GRACE_S >= 1.0

@@ -158,6 +158,11 @@ class JudgeSession:
                               call_log=job.call_log)
         return self.supervisor.time(message, job.impls, job.benchmark_timeout_s)
 
+    @property
+    def judge_deaths(self) -> int:
+        """How many times this session's judge process died (and was replaced) so far."""
+        return self.supervisor.judge_deaths
+
     def report(self) -> SessionReport:
         """Isolation in force, run-time findings and notes so far."""
         guard = self.guard

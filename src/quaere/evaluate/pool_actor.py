@@ -15,7 +15,8 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -97,6 +98,14 @@ def materialize(bundle: JobBundle, cache: Path) -> JudgeJob:
     return replace(bundle.job, task_folder=task, kernels=kernels)
 
 
+JUDGE_DEATH_GRACE_S = 2.0
+"""How long an actor waits before reporting a unit during which its judge died. When Ray kills an actor it
+kills the actor's child processes first, so the judge dies a moment before the actor does; answering at
+once would turn the actor's own loss into an out-of-memory verdict on the candidate. Waiting lets such a
+death reach the caller as a lost actor (its scenarios go to another judge); a judge killed while the actor
+lives on (the OOM killer) is reported as before, this much later."""
+
+
 @dataclass(frozen=True)
 class ActorInfo:
     """Who an actor is, where it runs, and what its device is."""
@@ -143,6 +152,8 @@ class JudgeActor:
         self.cache = Path(cache_dir) if cache_dir else default_cache_dir()
         self.placement = placement or ray_placement(name, device)
         self.current: tuple[str, JudgeSession] | None = None
+        self.death_grace_s = JUDGE_DEATH_GRACE_S
+        self.sleep: Callable[[float], None] = time.sleep
 
     def describe(self) -> ActorInfo:
         return ActorInfo(self.name, self.device, self.placement, probe_device(self.device))
@@ -160,14 +171,22 @@ class JudgeActor:
     def check(self, bundle: JobBundle, scenarios: Sequence[Scenario], timed_out_before: Sequence[str]) -> UnitResult:
         """Verdicts on ``scenarios`` (see :func:`~quaere.evaluate.judging.check_scenarios`)."""
         session = self._session(bundle)
+        deaths = session.judge_deaths
         verdicts = check_scenarios(session, scenarios, timed_out_before, lambda _: None)
+        self._grace_after_death(session, deaths)
         return UnitResult(self.placement, session.report(), verdicts=tuple(verdicts))
 
     def time(self, bundle: JobBundle, scenario: Scenario) -> UnitResult:
         """One benchmark configuration, every implementation interleaved by this actor's one judge."""
         session = self._session(bundle)
+        deaths = session.judge_deaths
         timings = tuple(session.time(scenario))
+        self._grace_after_death(session, deaths)
         return UnitResult(self.placement, session.report(), timings=timings)
+
+    def _grace_after_death(self, session: JudgeSession, deaths_before: int) -> None:
+        if session.judge_deaths > deaths_before:
+            self.sleep(self.death_grace_s)
 
     def release(self, key: str | None) -> None:
         """Close the judge of evaluation ``key`` (any judge when None) if it is the one open here."""
