@@ -121,28 +121,28 @@ class CampaignRun:
                 best_by_group=best_by_group(self.follower.evaluations),
                 last_question=self.follower.last_question,
                 last_activity=activity_line(last) if last is not None else "",
-                status=self.counters.spent or self.state.status.value,
+                status=self.counters.spent.value if self.counters.spent else self.state.status.value,
             )
         )
 
-    def spent_between_sessions(self) -> str:
-        """A budget that forbids another session (writing its ``budget`` event), else ""."""
+    def spent_between_sessions(self) -> CampaignEnd | None:
+        """A budget that forbids another session (writing its ``budget`` event), else None."""
         if self.counters.spent:
             return self.counters.spent
         budgets = self.config.budgets
         wall_limit = budgets.wall_min * 60 if budgets.wall_min is not None else None
         checks = (
-            ("sessions", budgets.sessions, float(self.state.sessions_started)),
-            ("tool_calls", budgets.tool_calls, float(self.counters.tool_calls)),
-            ("wall_s", wall_limit, self.wall_s()),
-            ("cost_usd", budgets.cost_usd, self.counters.cost_usd),
+            (CampaignEnd.SESSIONS, budgets.sessions, float(self.state.sessions_started)),
+            (CampaignEnd.TOOL_CALLS, budgets.tool_calls, float(self.counters.tool_calls)),
+            (CampaignEnd.WALL_S, wall_limit, self.wall_s()),
+            (CampaignEnd.COST_USD, budgets.cost_usd, self.counters.cost_usd),
         )
-        for name, limit, used in checks:
+        for budget, limit, used in checks:
             if limit is not None and used >= limit:
-                self.writer.write(BudgetSpent(session=self.session, budget=name, limit=float(limit), used=used))
-                self.counters.spent = name
-                return name
-        return ""
+                self.writer.write(BudgetSpent(session=self.session, budget=budget.value, limit=float(limit), used=used))
+                self.counters.spent = budget
+                return budget
+        return None
 
     def run(self) -> CampaignResult:
         errors = 0
@@ -152,7 +152,7 @@ class CampaignRun:
                 return self.finish(CampaignEnd.GOAL_MET)
             spent = self.spent_between_sessions()
             if spent:
-                return self.finish(CampaignEnd(spent))
+                return self.finish(spent)
             outcome = self.one_session(render_goal(status, time.time()))
             errors = errors + 1 if outcome.reason is EndReason.ERROR else 0
             if errors >= MAX_ERRORS_IN_A_ROW or (errors and not outcome.started):

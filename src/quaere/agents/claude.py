@@ -29,7 +29,7 @@ from typing import Any
 from quaere.agents.base import EndReason, HookSet, SessionLimits, SessionOutcome, StopAnswer
 from quaere.agents.config import ClaudeSettings
 from quaere.hooks.claude_code import BLOCK_CAP_ENV
-from quaere.hooks.dialect import WireEvent
+from quaere.hooks.dialect import WireEvent, tool_failed
 from quaere.trace import AgentMessage, ToolCall, ToolResult, cut, redact
 
 # Claude Code's own system prompt, with the campaign's terms added (the opening message restates the task).
@@ -113,7 +113,7 @@ def _hook_map(state: _SessionTrace, settings: ClaudeSettings) -> dict[str, list[
         call_id = str(payload.get("tool_use_id") or tool_use_id or "")
         await _catch_up(lambda: call_id in state.calls)
         state.call(call_id, str(payload.get("tool_name", "")), payload.get("tool_input", {}))
-        failed = payload.get("hook_event_name") == WireEvent.POST_TOOL_USE_FAILURE.value
+        failed = tool_failed(payload)
         output = payload.get("error", "") if failed else payload.get("tool_response", "")
         state.result(call_id, output, failed)
         state.tool_calls += 1

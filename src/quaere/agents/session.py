@@ -29,7 +29,7 @@ class Counters:
 
     tool_calls: int = 0
     cost_usd: float = 0.0
-    spent: str = ""  # name of the budget that ran out ("" while none has)
+    spent: CampaignEnd | None = None  # the budget that ran out (None while none has)
 
 
 @dataclass(frozen=True)
@@ -75,7 +75,7 @@ class SessionHooks:
         spent = self.check_budgets()
         self.on_change()
         if spent:
-            return ToolAnswer(context=context, halt=True, halt_reason=f"{spent} budget spent")
+            return ToolAnswer(context=context, halt=True, halt_reason=f"{spent.value} budget spent")
         return ToolAnswer(context=context)
 
     def on_stop(self, last_message: str) -> StopAnswer:
@@ -96,7 +96,7 @@ class SessionHooks:
             return StopAnswer(allow=False, reason=str((answer.output or {}).get("reason", "")))
         status = decision.goal_status if decision is not None else ""
         if status == "budget_spent" and not self.counters.spent:
-            self.counters.spent = CampaignEnd.BLOCKS.value
+            self.counters.spent = CampaignEnd.BLOCKS
         return StopAnswer(
             allow=True,
             reason=str((answer.output or {}).get("systemMessage", "")),
@@ -104,20 +104,20 @@ class SessionHooks:
         )
 
     # -- budgets -----------------------------------------------------------------------------------------
-    def check_budgets(self) -> str:
-        """Name of a spent tool-call or wall-time budget (writing its ``budget`` event once), else ""."""
+    def check_budgets(self) -> CampaignEnd | None:
+        """A spent tool-call or wall-time budget (writing its ``budget`` event once), else None."""
         if self.counters.spent:
             return self.counters.spent
         checks = (
-            ("tool_calls", self.limits.tool_calls, float(self.counters.tool_calls)),
-            ("wall_s", self.limits.wall_s, self.wall_s()),
+            (CampaignEnd.TOOL_CALLS, self.limits.tool_calls, float(self.counters.tool_calls)),
+            (CampaignEnd.WALL_S, self.limits.wall_s, self.wall_s()),
         )
-        for name, limit, used in checks:
+        for budget, limit, used in checks:
             if limit is not None and used >= limit:
-                self.counters.spent = name
-                self.writer.write(BudgetSpent(session=self.session, budget=name, limit=float(limit), used=used))
-                return name
-        return ""
+                self.counters.spent = budget
+                self.writer.write(BudgetSpent(session=self.session, budget=budget.value, limit=float(limit), used=used))
+                return budget
+        return None
 
     def _error(self, where: str, exc: Exception) -> None:
         self.writer.write(ErrorEvent(session=self.session, where=where, message=f"{type(exc).__name__}: {exc}"))

@@ -116,9 +116,10 @@ def _count_error_block(state_dir: Path | StateFile | None, session_id: str) -> t
 def trace_broken(trace: Path, event: WireEvent, message: str, answer: HookAnswer) -> None:
     """Put a hook failure and the safe answer given on the record (best effort: the trace may be the failure)."""
     try:
+        event = WireEvent(event)  # as in broken_answer: a bare "Stop" is still the Stop event
         writer = TraceWriter(trace)
-        writer.write(ErrorEvent(where=f"hook {WireEvent(event).value}", message=message))
-        if event == WireEvent.STOP and answer.decision in ("block", "allow"):
+        writer.write(ErrorEvent(where=f"hook {event.value}", message=message))
+        if event is WireEvent.STOP and answer.decision in ("block", "allow"):
             reason = (answer.output or {}).get("reason") or (answer.output or {}).get("systemMessage", "")
             writer.write(StopDecision(decision=answer.decision, reason=reason, goal_status="error"))
     except (OSError, ValueError):

@@ -51,6 +51,11 @@ class WireEvent(str, Enum):
     USER_PROMPT_SUBMIT = "UserPromptSubmit"
 
 
+def tool_failed(payload: Mapping[str, Any]) -> bool:
+    """Whether a post-tool payload reports a failed call (Claude Code's own event for it)."""
+    return payload.get("hook_event_name") == WireEvent.POST_TOOL_USE_FAILURE.value
+
+
 @dataclass(frozen=True)
 class EventEntry:
     """One event of an agent's settings file and the quaere hook that answers it."""

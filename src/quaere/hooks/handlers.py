@@ -25,7 +25,7 @@ from quaere.goal import GoalState, GoalStatus, is_timing_only
 from quaere.goal_render import render_goal
 from quaere.goal_source import GoalJudge
 from quaere.hooks.answers import HookAnswer, allow_answer, block_answer, broken_answer, context_answer
-from quaere.hooks.dialect import HookDialect, WireEvent
+from quaere.hooks.dialect import HookDialect, WireEvent, tool_failed
 from quaere.hooks.state import HookBudget, HookState, StateFile, read_state, update_state
 from quaere.hooks.transcript import new_assistant_texts
 from quaere.questions.phrases import read_words
@@ -214,7 +214,7 @@ def _record_tool(payload: dict[str, Any], deps: HookDeps, session: int) -> None:
     deps.trace.write(
         ToolCall(session=session, call_id=call_id, tool=str(payload.get("tool_name") or "?"), input=cut(text_in)[0])
     )
-    failed = payload.get("hook_event_name") == WireEvent.POST_TOOL_USE_FAILURE.value
+    failed = tool_failed(payload)
     response = payload.get("error") if failed else payload.get("tool_response")
     full = response if isinstance(response, str) else json.dumps(response, default=str)
     output, digest = cut(full)
@@ -274,8 +274,7 @@ def handle_post_tool(payload: dict[str, Any], deps: HookDeps) -> HookAnswer:
     update_state(deps.hook_state, remember)
     if picked is None:
         return HookAnswer(None, 0, note)
-    failed = payload.get("hook_event_name") == WireEvent.POST_TOOL_USE_FAILURE.value
-    event = WireEvent.POST_TOOL_USE_FAILURE if failed else WireEvent.POST_TOOL_USE
+    event = WireEvent.POST_TOOL_USE_FAILURE if tool_failed(payload) else WireEvent.POST_TOOL_USE
     answer = context_answer(deps.agent, event, f"Question: {picked.text}")
     return HookAnswer(answer.output, 0, note, "none")
 
