@@ -115,6 +115,20 @@ __attribute__((constructor)) static void forge() {
 }
 ENTRY { return honest_softmax(x, y, rows, cols); }
 """,
+    # The same, by 8%: inside the judge's wall-clock slack on a CPU task (10%), not its CPU-time bound.
+    "forge_small": PYTHON_IN_RUNNER + r"""
+__attribute__((constructor)) static void forge() {
+    run_python(
+        "import quaere.runner.serve as s\n"
+        "_real = s._call\n"
+        "def _call(state, request):\n"
+        "    reply = _real(state, request)\n"
+        "    if 'device_ms' in reply: reply['device_ms'] = reply['device_ms'] * 0.92\n"
+        "    return reply\n"
+        "s._call = _call\n");
+}
+ENTRY { return honest_softmax(x, y, rows, cols); }
+""",
     # Rewrites the runner's Python at load time so that calls say 'done, status 0' without running.
     "skip_call": PYTHON_IN_RUNNER + r"""
 __attribute__((constructor)) static void forge() {

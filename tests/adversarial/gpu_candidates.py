@@ -117,6 +117,44 @@ __attribute__((constructor)) static void forge() {{
 }}
 {SIGNATURE} {{ return {CALL}; }}
 """,
+    # Claims 10% less than its device time: on a 0.1-0.3 ms call that is 10-30 us, inside the host clock's
+    # 50 us slack, so only a bound on a finer clock sees it.
+    "forge_small": PYTHON_IN_RUNNER + f"""
+__attribute__((constructor)) static void forge() {{
+    run_python(
+        "import quaere.runner.serve as s\\n"
+        "_real = s._call\\n"
+        "def _call(state, request):\\n"
+        "    reply = _real(state, request)\\n"
+        "    if 'device_ms' in reply: reply['device_ms'] = reply['device_ms'] * 0.9\\n"
+        "    return reply\\n"
+        "s._call = _call\\n");
+}}
+{SIGNATURE} {{ return {CALL}; }}
+""",
+    # 15 us of device work on a private stream that outlasts the caller's stream: a drain under the 30 us
+    # drain slack and a wall time under the host clock's 50 us (a model of a small share of the real work
+    # moved off the timed stream).
+    "hidden_tail": f"""
+__global__ void hidden_spin(unsigned long long ns) {{
+    unsigned long long start, now;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+    do {{ asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now)); }} while (now - start < ns);
+}}
+{SIGNATURE} {{
+    const int status = {CALL};
+    static cudaStream_t side = nullptr;
+    static cudaEvent_t done = nullptr;
+    if (!side) {{
+        cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking);
+        cudaEventCreateWithFlags(&done, cudaEventDisableTiming);
+    }}
+    cudaEventRecord(done, (cudaStream_t)stream);
+    cudaStreamWaitEvent(side, done, 0);
+    hidden_spin<<<1, 32, 0, side>>>(15000ull);
+    return status;
+}}
+""",
 }
 
 

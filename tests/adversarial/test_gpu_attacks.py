@@ -23,6 +23,12 @@ CONFIGS = frozenset({"d128-h16-s512-noncausal", "d128-h16-s2048-causal", "d64-h3
                      "d256-h8-s4096-causal"})
 
 
+# Known gap, measured on the H200 on 2026-12-01 (docs/runs/2026-12-01/evening/attacks.log): a claim 10% short
+# and 15 us of work left on a private stream stay inside the host clock's 50 us and the drain's 30 us slack on
+# the short configurations. Strict: the day a bound catches them everywhere, this xfail fails and goes.
+GAP = pytest.mark.xfail(strict=True, reason="within the clock bound's slack (docs/security.md, 'not defended')")
+
+
 @pytest.fixture(scope="module")
 def fa_task():
     return load_task("flash_attention_hopper")
@@ -42,8 +48,9 @@ def _report(evaluation) -> dict[str, tuple[str, float]]:
         cand = bench.timing("candidate")
         rows[bench.scenario_id] = (cand.status.value, bench.ratio("fa3"))
         print(f"  {bench.scenario_id}: {cand.status.value} ratio vs fa3 {bench.ratio('fa3'):.3f} "
-              f"overhead {cand.overhead_ms * 1e3:.1f} us drain {cand.drain_ms * 1e3:.1f} us "
-              f"(initial overhead {bench.timing('initial').overhead_ms * 1e3:.1f} us) {cand.detail[:120]}")
+              f"overhead {cand.overhead_ms * 1e3:.1f} us span overhead {cand.span_overhead_ms * 1e3:.1f} us "
+              f"drain {cand.drain_ms * 1e3:.1f} us (initial: overhead {bench.timing('initial').overhead_ms * 1e3:.1f}"
+              f" us, span overhead {bench.timing('initial').span_overhead_ms * 1e3:.1f} us) {cand.detail[:160]}")
     return rows
 
 
@@ -57,7 +64,9 @@ def test_the_shipped_kernel_is_not_flagged(fa_task, options: EvalOptions) -> Non
 
 @pytest.mark.parametrize(("attack", "verdict"), [("private_stream", TimingStatus.HIDDEN_WORK),
                                                  ("memo_pointer", TimingStatus.INPUTS_MEMOIZED),
-                                                 ("forge_time", TimingStatus.HIDDEN_WORK)])
+                                                 ("forge_time", TimingStatus.HIDDEN_WORK),
+                                                 pytest.param("forge_small", TimingStatus.HIDDEN_WORK, marks=GAP),
+                                                 pytest.param("hidden_tail", TimingStatus.HIDDEN_WORK, marks=GAP)])
 def test_attack_gets_its_verdict(fa_task, options: EvalOptions, tmp_path: Path, attack: str,
                                  verdict: TimingStatus) -> None:
     evaluation = run_evaluation(fa_task, write_gpu_candidate(tmp_path, attack), options)

@@ -124,6 +124,16 @@ def test_a_forged_device_time_is_hidden_work(task: Task, cache: Path, one: Path,
     assert "forged" in candidate.detail
 
 
+def test_a_claim_8_percent_short_is_caught_by_the_runners_cpu_time(task: Task, cache: Path, one: Path,
+                                                                    tmp_path: Path) -> None:
+    """Inside the wall clock's 10% slack; the kernel's accounting of the runner's CPU time has no such slack."""
+    evaluation = run_evaluation(task, write_candidate(tmp_path, "forge_small"), timed(cache, one))
+    assert evaluation.correct
+    candidate = evaluation.benchmarks[0].timing("candidate")
+    assert candidate.status is TimingStatus.HIDDEN_WORK, candidate
+    assert "CPU time" in candidate.detail
+
+
 def test_an_output_cached_by_input_pointer_is_inputs_memoized(
     task: Task, cache: Path, one: Path, tmp_path: Path
 ) -> None:

@@ -3,7 +3,10 @@ of their data."""
 
 from __future__ import annotations
 
-from quaere.evaluate.judge_time import NativeImpl, hidden_work, rep_seed
+import math
+
+from quaere.evaluate.clock_bound import CallTimes, hidden_work
+from quaere.evaluate.judge_time import rep_seed
 from quaere.evaluate.shared import BufferPool
 from quaere.task.loader import load_task
 from quaere.task.spec import CPU_TIMING_SLACK, TaskSpec, TimingRule
@@ -11,15 +14,16 @@ from quaere.task.spec import CPU_TIMING_SLACK, TaskSpec, TimingRule
 RULE = TimingRule(hidden_work_abs_ms=0.05, hidden_work_rel=0.05, drain_abs_ms=0.03)
 
 
-def impl(claims: list[float], overhead: float, drain: float = 0.005, tail: int = 0) -> NativeImpl:
-    """Calls of ``claims`` ms whose wall time is claim + ``overhead`` (the last ``tail`` calls 1 ms slower)."""
-    native = NativeImpl("candidate", ctx=None, runner=None)  # type: ignore[arg-type]
+def impl(claims: list[float], overhead: float, drain: float = 0.005, tail: int = 0,
+         span_overhead: float = math.nan, cpu_overhead: float = math.nan) -> CallTimes:
+    """Calls of ``claims`` ms whose wall time is claim + ``overhead`` (the last ``tail`` calls 1 ms slower), whose
+    span on the judge's device timeline is claim + ``span_overhead`` and whose runner CPU time is claim +
+    ``cpu_overhead`` (NaN: not measured)."""
+    calls = CallTimes()
     for index, claim in enumerate(claims):
         slow = 1.0 if index >= len(claims) - tail else 0.0
-        native.claims_ms.append(claim)
-        native.walls_ms.append(claim + overhead + slow)
-        native.drains_ms.append(drain)
-    return native
+        calls.add(claim + overhead + slow, claim, drain, claim + span_overhead + slow, claim + cpu_overhead)
+    return calls
 
 
 def test_an_honest_kernel_with_the_initial_kernels_overhead_passes() -> None:
@@ -48,6 +52,30 @@ def test_the_slack_grows_with_long_calls() -> None:
     """5% of a 4 ms call is 200 us: a 100 us difference in overhead there is noise, not a forgery."""
     reference = impl([9.0] * 20, overhead=0.60)
     assert hidden_work(impl([4.0] * 20, overhead=0.70), reference, RULE) == ""
+
+
+def test_the_device_timeline_span_is_recorded_not_judged() -> None:
+    """The span's overhead is its lower quartile over the claims, NaN without a device timeline; until a
+    cover that outlasts the runner's start is calibrated on it (docs/security.md) it moves no verdict."""
+    reference = impl([0.34] * 40, overhead=0.60, span_overhead=0.40)
+    candidate = impl([0.14] * 40, overhead=0.60, span_overhead=0.45, tail=15)
+    assert math.isclose(candidate.span_overhead_ms(), 0.45) and math.isnan(impl([0.14] * 4, 0.6).span_overhead_ms())
+    assert hidden_work(candidate, reference, RULE) == ""
+
+
+def test_a_cpu_claim_short_of_the_runners_cpu_time_is_forged_even_within_the_wall_slack() -> None:
+    """On a CPU task: 8% of a 6 ms call is 0.48 ms, inside the wall clock's 10%; the CPU-time bound's slack
+    is 2% (0.12 ms). Preemption only lowers CPU time minus claim, so an honest call never rises by it."""
+    rule = TimingRule(hidden_work_abs_ms=0.3, hidden_work_rel=0.1, drain_abs_ms=0.3)
+    reference = impl([12.0] * 20, overhead=0.20, cpu_overhead=0.08)
+    forged = impl([5.52] * 20, overhead=0.20 + 0.48, cpu_overhead=0.08 + 0.48)
+    assert "forged" in hidden_work(forged, reference, rule) and "CPU time" in hidden_work(forged, reference, rule)
+    preempted = impl([6.0] * 20, overhead=0.20, cpu_overhead=-0.9, tail=5)
+    assert hidden_work(preempted, reference, rule) == ""
+    sleeping = impl([12.0] * 20, overhead=0.20, cpu_overhead=-5.0)  # a trusted kernel that waits: no calibration
+    assert hidden_work(impl([6.0] * 20, overhead=0.20, cpu_overhead=0.08), sleeping, rule) == ""
+    unmeasured = impl([5.52] * 20, overhead=0.68)
+    assert hidden_work(unmeasured, impl([12.0] * 20, overhead=0.20), rule) == ""  # NaN: the wall bound alone
 
 
 def test_every_repetition_gets_its_own_inputs() -> None:

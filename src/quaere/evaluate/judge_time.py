@@ -13,19 +13,23 @@ The device time a runner reports is a claim. The judge bounds it with its own cl
 cannot start before the judge's cover ends (contexts time-slice), so the judge's wall time for the request
 minus the claimed device time is the same for every honest kernel (round trip, context switch, the
 cover); a candidate whose difference exceeds the trusted initial kernel's by more than the task's slack,
-or whose device work went on after its end event (``drain``), is ``hidden_work``.
+or whose device work went on after its end event (``drain``), is ``hidden_work``. On a CPU task the
+kernel's own accounting of the runner's CPU time per call bounds the claim more tightly (``cpu_abs_ms``).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import random
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from quaere.evaluate import stats
+from quaere.evaluate.clock_bound import CallTimes, hidden_work
 from quaere.evaluate.correctness import Rule, judge_error
 from quaere.evaluate.judge_state import JudgeState
 from quaere.evaluate.protocol import CallReply
@@ -64,11 +68,12 @@ class Context:
     call_log: Path | None = None
     """Where every native timed call is appended (JSON lines), to calibrate the clock bound; None: nowhere."""
 
-    def log_call(self, impl: str, index: int, wall_ms: float, reply: CallReply) -> None:
+    def log_call(self, impl: str, index: int, reply: CallReply, **judge_ms: float) -> None:
+        """One line: the runner's reply and the judge's own measurements of the call (NaN written as null)."""
         if self.call_log is None:
             return
-        record = {"scenario": self.scenario.id, "impl": impl, "index": index, "wall_ms": wall_ms,
-                  **reply.model_dump()}
+        measured = {name: None if math.isnan(value) else value for name, value in judge_ms.items()}
+        record = {"scenario": self.scenario.id, "impl": impl, "index": index, **measured, **reply.model_dump()}
         with self.call_log.open("a") as log:
             log.write(json.dumps(record) + "\n")
 
@@ -92,9 +97,11 @@ class NativeImpl:
     name: str
     ctx: Context
     runner: RunnerProcess
-    walls_ms: list[float] = field(default_factory=list)
-    claims_ms: list[float] = field(default_factory=list)
-    drains_ms: list[float] = field(default_factory=list)
+    calls: CallTimes = field(default_factory=CallTimes)
+    cpu_accounted: bool = False
+    """A CPU task's runner: the kernel's CPU time is the work, so the runner's scheduler-accounted CPU time per
+    call (which its code cannot lower) bounds its claim. Not on a GPU, where the runner's CPU time is its own
+    choice (a spin or a blocking wait)."""
     seen_outputs: set[str] = field(default_factory=set)
     schedule: FullCheckSchedule | None = None
     """When set (the candidate), the calls whose whole output is checked, and every call's inputs too."""
@@ -114,19 +121,22 @@ class NativeImpl:
         clock.flush()
         ops.synchronize()
         clock.cover(RUNNER_COVER_CYCLES)
+        covered_ns = time.perf_counter_ns()
         args = ctx.buffers.arguments(ctx.state.task.module.arguments(ctx.scenario), slot)
+        lead_ms = (time.perf_counter_ns() - covered_ns) / 1e6  # of the cover, spent before the request left
+        cpu_before_ms = self.runner.cpu_ms() if self.cpu_accounted else math.nan
         try:
-            timed = self.runner.call(args, timed=True, timeout_s=ctx.timeout_s)
+            timed, span_ms = clock.bracket(lambda: self.runner.call(args, timed=True, timeout_s=ctx.timeout_s))
         except RunnerLost as lost:
             ctx.state.runners.drop(self.name)
             raise TimingFailure(TimingStatus.FAILED, f"{lost.verdict.value}: {lost.detail}") from None
         reply = timed.reply
         if reply.code != 0:
             raise TimingFailure(TimingStatus.FAILED, f"entry point returned {reply.code}")
-        self.walls_ms.append(timed.wall_ms)
-        self.claims_ms.append(float(reply.device_ms or 0.0))
-        self.drains_ms.append(float(reply.drain_ms or 0.0))
-        ctx.log_call(self.name, index, timed.wall_ms, reply)
+        cpu_ms = self.runner.cpu_ms() - cpu_before_ms if self.cpu_accounted else math.nan
+        self.calls.add(timed.wall_ms, float(reply.device_ms or 0.0), float(reply.drain_ms or 0.0), span_ms, cpu_ms)
+        ctx.log_call(self.name, index, reply, wall_ms=timed.wall_ms, span_ms=span_ms, cover_lead_ms=lead_ms,
+                     cpu_ms=cpu_ms)
         if self.schedule is not None:
             check_inputs_kept(ops, ctx.buffers.inputs, written, index)
         self._verify(outputs, sample, index)
@@ -163,15 +173,6 @@ class NativeImpl:
         """Fingerprints of every output of a set: equal digests mean a repeated output."""
         return "|".join(self.ctx.state.ops.fingerprint(view) for view in outputs.views.values())
 
-    def overhead_ms(self) -> float:
-        """Lower quartile of (judge's wall time - claimed device time) over this implementation's calls.
-
-        The lower quartile, not the median: scheduling delays on the host only ever add to a call's wall
-        time, in a tail that differs between runs (measured on the H200: medians of two honest kernels
-        differ by up to 45 us, lower quartiles by 9 us), while hidden work or a forged claim shifts every
-        call."""
-        return stats.quantile([w - c for w, c in zip(self.walls_ms, self.claims_ms, strict=True)], 0.25)
-
 
 @dataclass
 class ComparisonImpl:
@@ -189,38 +190,13 @@ class ComparisonImpl:
         return clock.time_call(self.run)
 
 
-def _slack_ms(timing: TimingRule, device_ms: float, absolute_ms: float) -> float:
-    return max(absolute_ms, timing.hidden_work_rel * device_ms)
-
-
-def hidden_work(impl: NativeImpl, reference: NativeImpl | None, timing: TimingRule) -> str:
-    """Why ``impl``'s claims cannot be believed ('' when they can); ``reference`` is the trusted kernel."""
-    if not impl.claims_ms:
-        return ""
-    device_ms = stats.median(impl.claims_ms)
-    drain, drain_slack = stats.median(impl.drains_ms), _slack_ms(timing, device_ms, timing.drain_abs_ms)
-    if drain > drain_slack:
-        return (f"device work went on {drain * 1e3:.0f} us after the timed interval ended (median of "
-                f"{len(impl.drains_ms)} calls, slack {drain_slack * 1e3:.0f} us): work on a stream the timing did "
-                "not see")
-    slack = _slack_ms(timing, device_ms, timing.hidden_work_abs_ms)
-    if reference is None or not reference.claims_ms or reference is impl:
-        return ""
-    excess = impl.overhead_ms() - reference.overhead_ms()
-    if excess > slack:
-        return (f"the judge's clock saw {excess * 1e3:.0f} us more per call than the claimed device time "
-                f"accounts for, beyond the trusted initial kernel's (lower quartile of {len(impl.walls_ms)} calls, "
-                f"slack {slack * 1e3:.0f} us): work outside the timed interval, or a forged time")
-    return ""
-
-
 def _native(ctx: Context, name: str, ref32: dict, lows: dict) -> NativeImpl:
     """``name``'s runner with the buffers mapped, after one untimed call that passed the full check."""
     state, ops = ctx.state, ctx.state.ops
     runner = state.runners.get(name)
     state.share(runner, ctx.buffers.shared(), ctx.timeout_s)
     schedule = FullCheckSchedule(ctx.timing.full_check_share) if name in UNTRUSTED else None
-    impl = NativeImpl(name, ctx, runner, schedule=schedule)
+    impl = NativeImpl(name, ctx, runner, schedule=schedule, cpu_accounted=state.task.spec.device == "cpu")
     outputs = ctx.buffers.output_sets[0]
     outputs.poison()
     ctx.buffers.refill_workspace()
@@ -297,13 +273,15 @@ def time_scenario(state: JudgeState, scenario: Scenario, seed: int, rule: Rule, 
             native = natives.get(run.name)
             if native is not None and not run.failure:
                 reference = natives.get("initial") if run.name in UNTRUSTED else None
-                why = hidden_work(native, reference, timing)
+                why = hidden_work(native.calls, reference.calls if reference else None, timing)
                 if why:
                     run.failure, run.status = why, TimingStatus.HIDDEN_WORK
             settled[run.name] = to_timing(run, flops)
-            if native is not None and native.claims_ms:
+            calls = native.calls if native is not None else None
+            if calls is not None and calls.claims_ms:
                 settled[run.name] = settled[run.name].model_copy(update={
-                    "overhead_ms": native.overhead_ms(), "drain_ms": stats.median(native.drains_ms)})
+                    "overhead_ms": calls.overhead_ms(), "drain_ms": stats.median(calls.drains_ms),
+                    "span_overhead_ms": calls.span_overhead_ms(), "cpu_overhead_ms": calls.cpu_overhead_ms()})
         return [settled[name] for name in (*NATIVE, *comparisons)]
     finally:
         buffers.free()

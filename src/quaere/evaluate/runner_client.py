@@ -11,6 +11,7 @@ mapped by lying about it.
 from __future__ import annotations
 
 import json
+import math
 import os
 import select
 import signal
@@ -161,6 +162,16 @@ class RunnerProcess:
         if timed and reply.device_ms is None:
             raise self._tampered("a timed call came back without a device time")
         return Timed(reply, wall_ms)
+
+    def cpu_ms(self) -> float:
+        """CPU time the runner's threads have run so far, from the kernel's scheduler accounting
+        (``/proc/<pid>/task/*/schedstat``, ns): the candidate's code cannot lower it, and time spent
+        waiting for a core is not in it. NaN where it cannot be read."""
+        try:
+            threads = list(Path(f"/proc/{self.pid}/task").glob("*/schedstat"))
+            return sum(int(path.read_text().split()[0]) for path in threads) / 1e6 if threads else math.nan
+        except (OSError, ValueError, IndexError):
+            return math.nan
 
     def read_maps(self) -> str:
         """``/proc/<pid>/maps`` as the judge reads it ('' once the runner is gone)."""

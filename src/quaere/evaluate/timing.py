@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import ctypes
 import gc
+import math
 import random
 import time
 from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from quaere.evaluate import stats
 from quaere.evaluate.rep_plan import SLOW_ALLOWANCE, RepPlan, budget_reps, honest_cost_ms, plan_reps, warm_call_ms
@@ -26,6 +27,7 @@ from quaere.records import Timing, TimingStatus
 from quaere.task.spec import TimingRule
 
 DEFAULT_CPU_FLUSH_BYTES = 64 << 20
+T = TypeVar("T")
 
 
 class Clock(Protocol):
@@ -43,6 +45,11 @@ class Clock(Protocol):
 
     def time_call(self, call: Callable[[], None]) -> float:
         """Run ``call`` once and return its duration in ms, after a device-wide synchronize."""
+        ...
+
+    def bracket(self, call: Callable[[], T]) -> tuple[T, float]:
+        """``call()``'s result and the ms between two marks on the judge's own device timeline, one enqueued
+        before it (it fires when the cover ends) and one after it returned; NaN where there is no device."""
         ...
 
 
@@ -116,6 +123,10 @@ class CpuClock:
         call()
         return (time.perf_counter_ns() - start) / 1e6
 
+    def bracket(self, call: Callable[[], T]) -> tuple[T, float]:
+        """No second timeline on the CPU: the judge's wall clock already is the bound."""
+        return call(), math.nan
+
 
 def _cpu_flush_bytes() -> int:
     """Twice the largest cache of cpu0 (from sysfs), at most 64 MiB; 64 MiB when it cannot be read.
@@ -186,6 +197,19 @@ class CudaClock:
         end.record()
         torch.cuda.synchronize()
         return float(start.elapsed_time(end))
+
+    def bracket(self, call: Callable[[], T]) -> tuple[T, float]:
+        """The first mark fires when the cover ends, the second, enqueued once the runner replied (after its
+        whole context synchronized), at once on an idle device: nothing the runner process does (its code is
+        the candidate's) can move either mark. What lies between them besides the runner's work is the
+        question the call log answers (``NativeImpl.span_overhead_ms``)."""
+        torch = self.torch
+        before, after = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        before.record()
+        result = call()
+        after.record()
+        after.synchronize()
+        return result, float(before.elapsed_time(after))
 
 
 def _persisting_l2_reset() -> tuple[Callable[[], Any] | None, str]:

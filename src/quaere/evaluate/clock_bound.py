@@ -1,0 +1,106 @@
+"""The judge's bounds on a runner's claimed times, as pure functions of what the judge saw of its calls.
+
+A runner reports a time for each timed call, but the runner runs the candidate's code, which can rewrite
+it: the time is a claim. Each bound takes something the judge measured itself, subtracts the claim, and
+compares a robust statistic of that difference between the candidate and the trusted initial kernel,
+timed the same way in the same interleaved run. Beyond the task's slack the timing is ``hidden_work``:
+
+* drain: device work still running after the call's end event (a stream the events did not see);
+* CPU time (CPU tasks): the kernel's accounting of the runner's CPU time, which its code cannot lower;
+* wall clock: the judge's own round trip, the coarsest, for every task.
+
+The judge's device-timeline span is recorded, not judged (:meth:`CallTimes.span_overhead_ms`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from quaere.evaluate import stats
+from quaere.task.spec import TimingRule
+
+
+@dataclass
+class CallTimes:
+    """One native implementation's timed calls as the judge saw them, one entry per call in each list."""
+
+    walls_ms: list[float] = field(default_factory=list)
+    """The judge's wall time for the request."""
+    claims_ms: list[float] = field(default_factory=list)
+    """The time the runner reported."""
+    drains_ms: list[float] = field(default_factory=list)
+    """How long device work went on after the end event (the runner's report: a claim too)."""
+    spans_ms: list[float] = field(default_factory=list)
+    """The judge's own device-timeline span around the call (:meth:`~quaere.evaluate.timing.Clock.bracket`)."""
+    cpus_ms: list[float] = field(default_factory=list)
+    """The runner's scheduler-accounted CPU time during the request (NaN when not accounted)."""
+
+    def add(self, wall_ms: float, claim_ms: float, drain_ms: float, span_ms: float, cpu_ms: float) -> None:
+        self.walls_ms.append(wall_ms)
+        self.claims_ms.append(claim_ms)
+        self.drains_ms.append(drain_ms)
+        self.spans_ms.append(span_ms)
+        self.cpus_ms.append(cpu_ms)
+
+    def overhead_ms(self) -> float:
+        """Lower quartile of (judge's wall time - claimed time).
+
+        The lower quartile, not the median: scheduling delays on the host only ever add to a call's wall
+        time, in a tail that differs between runs (measured on the H200: medians of two honest kernels
+        differ by up to 45 us, lower quartiles by 9 us), while hidden work or a forged claim shifts every
+        call."""
+        return stats.quantile([w - c for w, c in zip(self.walls_ms, self.claims_ms, strict=True)], 0.25)
+
+    def cpu_overhead_ms(self) -> float:
+        """Upper quartile of (the runner's CPU time per call - its claim); NaN when not accounted. Waiting for a core
+        only lowers it (the claim is a wall time inside the runner); a claim shorter than the work raises
+        every call by the amount."""
+        pairs = [u - c for u, c in zip(self.cpus_ms, self.claims_ms, strict=True) if not math.isnan(u)]
+        return stats.quantile(pairs, 0.75) if pairs else math.nan
+
+    def span_overhead_ms(self) -> float:
+        """Lower quartile of (the judge's device-timeline span - claimed time); NaN without spans.
+
+        Recorded, not judged: on the H200 it came out ~400 us, not the ~40 us of a context switch and a
+        reply, and two honest kernels' values differed by up to 28 us (inferred, not seen: the cover ends
+        long before the runner's work starts; ``docs/security.md``), so it bounds a forged claim no better
+        than the wall clock yet. Kept in every record and call log to calibrate a cover that lasts until the
+        runner starts."""
+        pairs = [s - c for s, c in zip(self.spans_ms, self.claims_ms, strict=True) if not math.isnan(s)]
+        return stats.quantile(pairs, 0.25) if pairs else math.nan
+
+
+def _slack_ms(relative: float, device_ms: float, absolute_ms: float) -> float:
+    return max(absolute_ms, relative * device_ms)
+
+
+def hidden_work(impl: CallTimes, reference: CallTimes | None, timing: TimingRule) -> str:
+    """Why ``impl``'s claims cannot be believed ('' when they can); ``reference`` is the trusted kernel's."""
+    if not impl.claims_ms:
+        return ""
+    device_ms = stats.median(impl.claims_ms)
+    drain, drain_slack = stats.median(impl.drains_ms), _slack_ms(timing.hidden_work_rel, device_ms, timing.drain_abs_ms)
+    if drain > drain_slack:
+        return (f"device work went on {drain * 1e3:.0f} us after the timed interval ended (median of "
+                f"{len(impl.drains_ms)} calls, slack {drain_slack * 1e3:.0f} us): work on a stream the timing did "
+                "not see")
+    if reference is None or not reference.claims_ms or reference is impl:
+        return ""
+    # The trusted kernel's CPU time above its claim is the runner's own overhead, when that kernel computes
+    # the whole time; a negative value says it waited (slept, blocked) in its calls and calibrates nothing.
+    # NaN (not accounted) fails both comparisons: no check.
+    reference_cpu = reference.cpu_overhead_ms()
+    cpu_excess = impl.cpu_overhead_ms() - reference_cpu if reference_cpu >= 0 else math.nan
+    cpu_slack = _slack_ms(timing.cpu_rel, device_ms, timing.cpu_abs_ms)
+    if cpu_excess > cpu_slack:
+        return (f"the runner ran {cpu_excess * 1e3:.0f} us more CPU time per call than its claimed time accounts "
+                f"for, beyond the trusted initial kernel's (median of {len(impl.cpus_ms)} calls, slack "
+                f"{cpu_slack * 1e3:.0f} us): a forged time")
+    excess, slack = impl.overhead_ms() - reference.overhead_ms(), _slack_ms(
+        timing.hidden_work_rel, device_ms, timing.hidden_work_abs_ms)
+    if excess > slack:
+        return (f"the judge's clock saw {excess * 1e3:.0f} us more per call than the claimed device time "
+                f"accounts for, beyond the trusted initial kernel's (lower quartile of {len(impl.walls_ms)} calls, "
+                f"slack {slack * 1e3:.0f} us): work outside the timed interval, or a forged time")
+    return ""
