@@ -44,6 +44,24 @@ static void run_python(const char* code) {
 }
 """
 
+
+
+def forged_claims(factor: float) -> str:
+    """C++ whose constructor rewrites the runner's Python so that every timed call claims ``factor`` of its time."""
+    return PYTHON_IN_RUNNER + f"""
+__attribute__((constructor)) static void forge() {{
+    run_python(
+        "import quaere.runner.serve as s\\n"
+        "_real = s._call\\n"
+        "def _call(state, request):\\n"
+        "    reply = _real(state, request)\\n"
+        "    if 'device_ms' in reply: reply['device_ms'] = reply['device_ms'] * {factor}\\n"
+        "    return reply\\n"
+        "s._call = _call\\n");
+}}
+"""
+
+
 ATTACKS = {
     # A second thread computes half the rows (joined): candidate code must not start threads.
     "thread": r"""
@@ -102,33 +120,9 @@ ENTRY {
 }
 """,
     # Rewrites the runner's Python at load time so that every timed call claims half its time.
-    "forge_time": PYTHON_IN_RUNNER + r"""
-__attribute__((constructor)) static void forge() {
-    run_python(
-        "import quaere.runner.serve as s\n"
-        "_real = s._call\n"
-        "def _call(state, request):\n"
-        "    reply = _real(state, request)\n"
-        "    if 'device_ms' in reply: reply['device_ms'] = reply['device_ms'] * 0.5\n"
-        "    return reply\n"
-        "s._call = _call\n");
-}
-ENTRY { return honest_softmax(x, y, rows, cols); }
-""",
+    "forge_time": forged_claims(0.5) + "ENTRY { return honest_softmax(x, y, rows, cols); }\n",
     # The same, by 8%: inside the judge's wall-clock slack on a CPU task (10%), not its CPU-time bound.
-    "forge_small": PYTHON_IN_RUNNER + r"""
-__attribute__((constructor)) static void forge() {
-    run_python(
-        "import quaere.runner.serve as s\n"
-        "_real = s._call\n"
-        "def _call(state, request):\n"
-        "    reply = _real(state, request)\n"
-        "    if 'device_ms' in reply: reply['device_ms'] = reply['device_ms'] * 0.92\n"
-        "    return reply\n"
-        "s._call = _call\n");
-}
-ENTRY { return honest_softmax(x, y, rows, cols); }
-""",
+    "forge_small": forged_claims(0.92) + "ENTRY { return honest_softmax(x, y, rows, cols); }\n",
     # Rewrites the runner's Python at load time so that calls say 'done, status 0' without running.
     "skip_call": PYTHON_IN_RUNNER + r"""
 __attribute__((constructor)) static void forge() {

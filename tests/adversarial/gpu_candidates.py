@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .candidates import PYTHON_IN_RUNNER
+from .candidates import forged_claims
 
 KERNEL = Path(__file__).resolve().parents[2] / "kernels" / "flash_attention_hopper.cu"
 ENTRY = 'extern "C" int attention_forward('
@@ -21,6 +21,16 @@ CALL = ("honest_forward(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, hea
 OUTPUT_BYTES = ("const size_t o_bytes = (size_t)batch * seqlen_q * heads_q * head_dim * 2, "
                 "lse_bytes = (size_t)batch * heads_q * seqlen_q * 4;")
 
+# A private non-blocking stream, made to wait for everything the caller's stream has so far.
+SIDE_STREAM = """static cudaStream_t side = nullptr;
+    static cudaEvent_t mark = nullptr;
+    if (!side) {
+        cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking);
+        cudaEventCreateWithFlags(&mark, cudaEventDisableTiming);
+    }
+    cudaEventRecord(mark, (cudaStream_t)stream);
+    cudaStreamWaitEvent(side, mark, 0);"""
+
 ATTACKS = {
     # The second half of the batch runs on a private stream after the first: outside the caller's stream.
     "private_stream": f"""
@@ -30,14 +40,7 @@ ATTACKS = {
     const size_t q_step = (size_t)seqlen_q * heads_q * head_dim, kv_step = (size_t)seqlen_k * heads_kv * head_dim;
     int status = honest_forward(q, k, v, o, lse, half, seqlen_q, seqlen_k, heads_q, heads_kv, head_dim,
                                 softmax_scale, causal, workspace, workspace_bytes, stream);
-    static cudaStream_t side = nullptr;
-    static cudaEvent_t first_half = nullptr;
-    if (!side) {{
-        cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking);
-        cudaEventCreateWithFlags(&first_half, cudaEventDisableTiming);
-    }}
-    cudaEventRecord(first_half, (cudaStream_t)stream);
-    cudaStreamWaitEvent(side, first_half, 0);
+    {SIDE_STREAM}
     const __nv_bfloat16* qb = (const __nv_bfloat16*)q;
     const __nv_bfloat16* kb = (const __nv_bfloat16*)k;
     const __nv_bfloat16* vb = (const __nv_bfloat16*)v;
@@ -104,34 +107,10 @@ ATTACKS = {
 }}
 """,
     # Rewrites the runner's Python so that every timed call claims half its device time.
-    "forge_time": PYTHON_IN_RUNNER + f"""
-__attribute__((constructor)) static void forge() {{
-    run_python(
-        "import quaere.runner.serve as s\\n"
-        "_real = s._call\\n"
-        "def _call(state, request):\\n"
-        "    reply = _real(state, request)\\n"
-        "    if 'device_ms' in reply: reply['device_ms'] = reply['device_ms'] * 0.5\\n"
-        "    return reply\\n"
-        "s._call = _call\\n");
-}}
-{SIGNATURE} {{ return {CALL}; }}
-""",
+    "forge_time": forged_claims(0.5) + f"{SIGNATURE} {{ return {CALL}; }}\n",
     # Claims 10% less than its device time: on a 0.1-0.3 ms call that is 10-30 us, inside the host clock's
     # 50 us slack, so only a bound on a finer clock sees it.
-    "forge_small": PYTHON_IN_RUNNER + f"""
-__attribute__((constructor)) static void forge() {{
-    run_python(
-        "import quaere.runner.serve as s\\n"
-        "_real = s._call\\n"
-        "def _call(state, request):\\n"
-        "    reply = _real(state, request)\\n"
-        "    if 'device_ms' in reply: reply['device_ms'] = reply['device_ms'] * 0.9\\n"
-        "    return reply\\n"
-        "s._call = _call\\n");
-}}
-{SIGNATURE} {{ return {CALL}; }}
-""",
+    "forge_small": forged_claims(0.9) + f"{SIGNATURE} {{ return {CALL}; }}\n",
     # 15 us of device work on a private stream that outlasts the caller's stream: a drain under the 30 us
     # drain slack and a wall time under the host clock's 50 us (a model of a small share of the real work
     # moved off the timed stream).
@@ -143,14 +122,7 @@ __global__ void hidden_spin(unsigned long long ns) {{
 }}
 {SIGNATURE} {{
     const int status = {CALL};
-    static cudaStream_t side = nullptr;
-    static cudaEvent_t done = nullptr;
-    if (!side) {{
-        cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking);
-        cudaEventCreateWithFlags(&done, cudaEventDisableTiming);
-    }}
-    cudaEventRecord(done, (cudaStream_t)stream);
-    cudaStreamWaitEvent(side, done, 0);
+    {SIDE_STREAM}
     hidden_spin<<<1, 32, 0, side>>>(15000ull);
     return status;
 }}
