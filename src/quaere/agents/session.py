@@ -19,7 +19,7 @@ from quaere.agents.base import CampaignEnd, StopAnswer, ToolAnswer
 from quaere.goal_records import GoalState
 from quaere.hooks.dialect import WireEvent
 from quaere.hooks.handlers import HookDeps, broken_answer, handle_post_tool, handle_prompt, handle_stop
-from quaere.trace import BudgetSpent, ErrorEvent, Event, StopDecision, TraceWriter, read_trace
+from quaere.trace import BudgetSpent, ErrorEvent, Event, TraceWriter
 from quaere.workspace import Workspace, content_hash
 
 
@@ -59,7 +59,7 @@ class SessionHooks:
 
     def on_prompt(self, prompt: str) -> str:
         answer = handle_prompt(self._payload(WireEvent.USER_PROMPT_SUBMIT.value, prompt=prompt), self.deps)
-        return _additional_context(answer.output)
+        return answer.text
 
     def after_tool(self, tool: str, tool_input: dict[str, Any], output: str) -> ToolAnswer:
         self.counters.tool_calls += 1
@@ -68,7 +68,7 @@ class SessionHooks:
             WireEvent.POST_TOOL_USE.value, tool_name=tool, tool_input=tool_input, tool_response=output
         )
         try:
-            context = _additional_context(handle_post_tool(payload, self.deps).output)
+            context = handle_post_tool(payload, self.deps).text
         except Exception as exc:  # noqa: BLE001 - a broken ledger or bank must not end the session: no question
             self._error("hook:post_tool", exc)
             context = ""
@@ -89,19 +89,13 @@ class SessionHooks:
             answer = broken_answer(
                 WireEvent.STOP, str(exc), self.deps.agent, self.deps.workspace.state, self.session_id
             )
-        decision = _last_stop_decision(self.deps.workspace.trace)
         self.on_change()
         if answer.decision == "block":
             self.blocks += 1
-            return StopAnswer(allow=False, reason=str((answer.output or {}).get("reason", "")))
-        status = decision.goal_status if decision is not None else ""
-        if status == "budget_spent" and not self.counters.spent:
+            return StopAnswer(allow=False, reason=answer.text)
+        if answer.goal_status == "budget_spent" and not self.counters.spent:
             self.counters.spent = CampaignEnd.BLOCKS
-        return StopAnswer(
-            allow=True,
-            reason=str((answer.output or {}).get("systemMessage", "")),
-            goal_met=status == GoalState.MET.value,
-        )
+        return StopAnswer(allow=True, reason=answer.text, goal_met=answer.goal_status == GoalState.MET.value)
 
     # -- budgets -----------------------------------------------------------------------------------------
     def check_budgets(self) -> CampaignEnd | None:
@@ -131,20 +125,6 @@ class SessionHooks:
             "hook_event_name": event,
             **fields,
         }
-
-
-def _additional_context(output: dict[str, Any] | None) -> str:
-    if not output:
-        return ""
-    specific = output.get("hookSpecificOutput") or {}
-    return str(specific.get("additionalContext") or output.get("additionalContext") or "")
-
-
-def _last_stop_decision(trace: Path) -> StopDecision | None:
-    for event in reversed(read_trace(trace).events):
-        if isinstance(event, StopDecision):
-            return event
-    return None
 
 
 def keep_evaluated_versions(workspace: Workspace, evaluations: Any) -> list[str]:

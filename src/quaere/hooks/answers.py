@@ -30,6 +30,11 @@ class HookAnswer:
     exit_code: int = 0
     stderr: str = ""
     decision: Literal["block", "allow", "none"] = "none"
+    text: str = ""
+    """What the answer says, in no dialect: a blocked stop's reason, an allowed stop's message, the context
+    added to a prompt or a tool result. In-process callers read this, never ``output``."""
+    goal_status: str = ""
+    """A stop's goal status as its decision was recorded (``met``, ``budget_spent``, a goal state, ``error``)."""
 
 
 def normalize_payload(payload: dict[str, Any]) -> dict[str, Any]:
@@ -51,22 +56,23 @@ def normalize_payload(payload: dict[str, Any]) -> dict[str, Any]:
 # -- answers in each agent's dialect --------------------------------------------------------------------
 
 
-def block_answer(agent: HookDialect, reason: str, stderr: str = "") -> HookAnswer:
+def block_answer(agent: HookDialect, reason: str, stderr: str = "", goal_status: str = "") -> HookAnswer:
     spec = spec_of(agent)
     # A dialect that blocks by exit code reads stderr as the reason: never leave it empty.
     note = stderr or (reason if spec.block_exit_code else "")
-    return HookAnswer({"decision": spec.block_decision, "reason": reason}, spec.block_exit_code, note, "block")
+    return HookAnswer({"decision": spec.block_decision, "reason": reason}, spec.block_exit_code, note, "block",
+                      text=reason, goal_status=goal_status)
 
 
-def allow_answer(message: str, stderr: str = "") -> HookAnswer:
-    return HookAnswer({"systemMessage": message}, 0, stderr, "allow")
+def allow_answer(message: str, stderr: str = "", goal_status: str = "") -> HookAnswer:
+    return HookAnswer({"systemMessage": message}, 0, stderr, "allow", text=message, goal_status=goal_status)
 
 
-def context_answer(agent: HookDialect, event: WireEvent, text: str) -> HookAnswer:
+def context_answer(agent: HookDialect, event: WireEvent, text: str, stderr: str = "") -> HookAnswer:
     output: dict[str, Any] = {"hookSpecificOutput": {"hookEventName": event.value, "additionalContext": text}}
     if spec_of(agent).top_level_context:
         output["additionalContext"] = text
-    return HookAnswer(output)
+    return HookAnswer(output, 0, stderr, text=text)
 
 
 def broken_answer(
@@ -84,12 +90,13 @@ def broken_answer(
         return HookAnswer(None, 0, text)
     used, limit = _count_error_block(state_dir, session_id)
     if used > limit:
-        return allow_answer(f"{text}. The error budget ({limit} blocks) is spent: letting the agent stop.", text)
+        return allow_answer(f"{text}. The error budget ({limit} blocks) is spent: letting the agent stop.", text,
+                            goal_status="error")
     reason = (
         f"{text}. The goal could not be checked, so stopping is not accepted yet (block {used} of {limit}); "
         "fix the set-up (run `quaere goal` to see the problem)."
     )
-    return block_answer(agent, reason, text)
+    return block_answer(agent, reason, text, goal_status="error")
 
 
 def _count_error_block(state_dir: Path | StateFile | None, session_id: str) -> tuple[int, int]:
@@ -120,7 +127,6 @@ def trace_broken(trace: Path, event: WireEvent, message: str, answer: HookAnswer
         writer = TraceWriter(trace)
         writer.write(ErrorEvent(where=f"hook {event.value}", message=message))
         if event is WireEvent.STOP and answer.decision in ("block", "allow"):
-            reason = (answer.output or {}).get("reason") or (answer.output or {}).get("systemMessage", "")
-            writer.write(StopDecision(decision=answer.decision, reason=reason, goal_status="error"))
+            writer.write(StopDecision(decision=answer.decision, reason=answer.text, goal_status="error"))
     except (OSError, ValueError):
         pass

@@ -160,14 +160,14 @@ def handle_stop(payload: dict[str, Any], deps: HookDeps) -> HookAnswer:
     if status.met:
         reason = render_goal(status, now)
         deps.trace.write(StopDecision(session=session, decision="allow", reason=reason, goal_status="met"))
-        return allow_answer(reason, note)
+        return allow_answer(reason, note, goal_status="met")
     spent = state.budget_spent(now)
     if spent is not None:
         budget, limit, used = spent
         deps.trace.write(BudgetSpent(session=session, budget=budget, limit=limit, used=used))
         reason = f"quaere: {budget} budget spent ({used:g} of {limit:g}); stopping with the goal {status.state.value}."
         deps.trace.write(StopDecision(session=session, decision="allow", reason=reason, goal_status="budget_spent"))
-        return allow_answer(reason + "\n" + render_goal(status, now), note)
+        return allow_answer(reason + "\n" + render_goal(status, now), note, goal_status="budget_spent")
     reason = render_goal(status, now)
     moment, evidence = _stop_moment(deps, status, last if isinstance(last, str) else "", now)
     picked = _ask(deps, moment, evidence, session)
@@ -177,7 +177,7 @@ def handle_stop(payload: dict[str, Any], deps: HookDeps) -> HookAnswer:
         reason += f"\n\nQuestion: {picked.text}"
     update_state(deps.hook_state, lambda s: setattr(s, "blocks", s.blocks + 1))
     deps.trace.write(StopDecision(session=session, decision="block", reason=reason, goal_status=status.state.value))
-    return block_answer(deps.agent, reason, note)
+    return block_answer(deps.agent, reason, note, goal_status=status.state.value)
 
 
 # -- PostToolUse ----------------------------------------------------------------------------------------
@@ -275,8 +275,7 @@ def handle_post_tool(payload: dict[str, Any], deps: HookDeps) -> HookAnswer:
     if picked is None:
         return HookAnswer(None, 0, note)
     event = WireEvent.POST_TOOL_USE_FAILURE if tool_failed(payload) else WireEvent.POST_TOOL_USE
-    answer = context_answer(deps.agent, event, f"Question: {picked.text}")
-    return HookAnswer(answer.output, 0, note, "none")
+    return context_answer(deps.agent, event, f"Question: {picked.text}", note)
 
 
 # -- UserPromptSubmit -------------------------------------------------------------------------------------
