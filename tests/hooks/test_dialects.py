@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import uuid
 
 import pytest
 
-from quaere.hooks.answers import block_answer, context_answer, normalize_payload
+from quaere.hooks.answers import block_answer, broken_answer, context_answer, normalize_payload
 from quaere.hooks.codex import with_hooks_feature
 from quaere.hooks.dialect import HookDialect, Scope, WireEvent
 from quaere.hooks.install import InstallError, Target, install_hooks, uninstall_hooks
@@ -41,6 +42,17 @@ def test_answers_follow_the_dialect():
     assert (openhands.output["decision"], openhands.exit_code, openhands.stderr) == ("deny", 2, "no")
     assert "additionalContext" not in context_answer(HookDialect.CODEX, WireEvent.POST_TOOL_USE, "Q?").output
     assert context_answer(HookDialect.OPENHANDS, WireEvent.POST_TOOL_USE, "Q?").output["additionalContext"] == "Q?"
+
+
+@pytest.mark.parametrize("dialect", list(HookDialect))
+def test_every_dialect_answer_carries_its_text_and_status_outside_the_wire_json(dialect, tmp_path):
+    """In-process callers read ``text`` and ``goal_status``; what each dialect prints differs, they do not."""
+    blocked = block_answer(dialect, "why not yet", goal_status="unmet")
+    assert (blocked.decision, blocked.text, blocked.goal_status) == ("block", "why not yet", "unmet")
+    added = context_answer(dialect, WireEvent.POST_TOOL_USE, "Question: what bounds it?")
+    assert (added.decision, added.text, added.goal_status) == ("none", "Question: what bounds it?", "")
+    broken = broken_answer(WireEvent.STOP, "no workspace", dialect, tmp_path / "none", uuid.uuid4().hex)
+    assert broken.decision == "block" and broken.goal_status == "error" and "no workspace" in broken.text
 
 
 def test_openhands_payload_keys_are_mapped_and_tool_response_kept():
