@@ -10,7 +10,8 @@
 # Other steps: smoke (three scenarios, one config), attacks (tests/adversarial/test_gpu_attacks.py), and
 # owed: what the 2026-12-01 afternoon changes still need on a GPU (docs/perf.md "Not measured yet"): the
 # shipped kernel's full evaluation with the timed whole-output checks, the GPU attacks, the rmsnorm task
-# and the profile tool; STEPS=owed bash scripts/gpu_validate.sh.
+# and the profile tool; STEPS=owed bash scripts/gpu_validate.sh. span: the clock bound's calibration
+# (scripts/span_calibration.py, every timed call logged) and the GPU attacks.
 set -uo pipefail
 OUT=${OUT:-./.device-out}; mkdir -p "$OUT"
 if ls .whl/*.whl >/dev/null 2>&1; then
@@ -49,6 +50,9 @@ PY
       echo "kernel: exit $?"
       python3 -m pytest -m gpu -q -s -p no:cacheprovider tests/adversarial/test_gpu_attacks.py \
         tests/task_new/test_gpu.py tests/methods/test_gpu_profile.py 2>&1 | tee "$OUT/owed-gpu.log" | tail -60 ;;
+    span)  # the clock bound's calibration data (docs/security.md: the device-timeline span), then the attacks
+      python3 scripts/span_calibration.py 2>&1 | tee "$OUT/span.log"
+      python3 -m pytest -m gpu -q -s -p no:cacheprovider tests/adversarial/test_gpu_attacks.py 2>&1 | tee "$OUT/attacks.log" | tail -60 ;;
     pytest) python3 -m pytest -m gpu -q -s -p no:cacheprovider tests -k "${PYTEST_K:-not initial_kernel_passes}" 2>&1 | tee "$OUT/pytest-gpu.log" | tail -40 ;;
   esac
   echo "step $step: rc $? wall $(python3 -c "import time;print(round(time.time()-$start,1))") s"
