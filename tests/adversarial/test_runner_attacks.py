@@ -7,6 +7,7 @@ Each test names the class of attack and the defence that stops it; each fails wh
 from __future__ import annotations
 
 import json
+import math
 import time
 from pathlib import Path
 
@@ -68,6 +69,18 @@ def test_candidate_threads_are_a_sandbox_violation(task: Task, cache: Path, two:
     evaluation = run_evaluation(task, write_candidate(tmp_path, "thread"), quick(cache, two))
     assert {v.verdict for v in evaluation.correctness} == {Verdict.SANDBOX_VIOLATION}
     assert "SIGSYS" in evaluation.correctness[0].detail
+
+
+def test_where_threads_are_allowed_their_cpu_time_is_no_bound(task: Task, cache: Path, one: Path,
+                                                               tmp_path: Path) -> None:
+    """With threads allowed the runner's CPU time bounds nothing (threads that live on add up past a call's
+    wall time, threads that ended leave /proc uncounted): not measured, no forgery verdict."""
+    options = timed(cache, one).model_copy(update={"runner_threads": True})
+    evaluation = run_evaluation(task, write_candidate(tmp_path, "thread"), options)
+    assert evaluation.correct and evaluation.isolation.threads_allowed
+    candidate = evaluation.benchmarks[0].timing("candidate")
+    assert candidate.status is TimingStatus.MEASURED, candidate
+    assert math.isnan(candidate.cpu_overhead_ms)
 
 
 def test_a_setsid_child_cannot_be_started(task: Task, cache: Path, two: Path, tmp_path: Path) -> None:

@@ -99,9 +99,10 @@ class NativeImpl:
     runner: RunnerProcess
     calls: CallTimes = field(default_factory=CallTimes)
     cpu_accounted: bool = False
-    """A CPU task's runner: the kernel's CPU time is the work, so the runner's scheduler-accounted CPU time per
-    call (which its code cannot lower) bounds its claim. Not on a GPU, where the runner's CPU time is its own
-    choice (a spin or a blocking wait)."""
+    """A CPU task's single-threaded runner: the kernel's CPU time is the work, so the runner's
+    scheduler-accounted CPU time per call (which its code cannot lower) bounds its claim. Not on a GPU,
+    where the runner's CPU time is its own choice (a spin or a blocking wait), nor where threads are
+    allowed (their CPU times add up past the wall time)."""
     seen_outputs: set[str] = field(default_factory=set)
     schedule: FullCheckSchedule | None = None
     """When set (the candidate), the calls whose whole output is checked, and every call's inputs too."""
@@ -196,7 +197,8 @@ def _native(ctx: Context, name: str, ref32: dict, lows: dict) -> NativeImpl:
     runner = state.runners.get(name)
     state.share(runner, ctx.buffers.shared(), ctx.timeout_s)
     schedule = FullCheckSchedule(ctx.timing.full_check_share) if name in UNTRUSTED else None
-    impl = NativeImpl(name, ctx, runner, schedule=schedule, cpu_accounted=state.task.spec.device == "cpu")
+    accounted = state.task.spec.device == "cpu" and runner.single_threaded
+    impl = NativeImpl(name, ctx, runner, schedule=schedule, cpu_accounted=accounted)
     outputs = ctx.buffers.output_sets[0]
     outputs.poison()
     ctx.buffers.refill_workspace()

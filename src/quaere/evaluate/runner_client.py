@@ -163,10 +163,16 @@ class RunnerProcess:
             raise self._tampered("a timed call came back without a device time")
         return Timed(reply, wall_ms)
 
+    @property
+    def single_threaded(self) -> bool:
+        """The judge's own policy keeps candidate code to one thread (seccomp on, threads off): the runner's
+        CPU time is then comparable to a wall-time claim (parallel threads would add up past it)."""
+        return bool(self.config.policy.get("seccomp")) and not self.config.policy.get("threads")
+
     def cpu_ms(self) -> float:
         """CPU time the runner's threads have run so far, from the kernel's scheduler accounting
         (``/proc/<pid>/task/*/schedstat``, ns): the candidate's code cannot lower it, and time spent
-        waiting for a core is not in it. NaN where it cannot be read."""
+        waiting for a core is not in it (nor the time of threads that have ended). NaN where it cannot be read."""
         try:
             threads = list(Path(f"/proc/{self.pid}/task").glob("*/schedstat"))
             return sum(int(path.read_text().split()[0]) for path in threads) / 1e6 if threads else math.nan
