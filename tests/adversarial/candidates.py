@@ -30,7 +30,10 @@ ENTRY = 'extern "C" int softmax_rows(const float* x, float* y, int rows, int col
 
 # Python run inside the runner by a load-time constructor: libpython's symbols are global there, so weak
 # references resolve to them when the library is loaded (no dlopen or dlsym in the source).
-PYTHON_IN_RUNNER = r"""
+# Candidate code that runs Python in the runner's interpreter (a runner is a Python process). The plain
+# route, weak references to the C-API, fails the audit (host_interpreter); the attacks on the timing use
+# this one, which the audit does not see, so that the bounds behind it stay tested.
+PYTHON_PLAIN = r"""
 extern "C" {
 __attribute__((weak)) int PyGILState_Ensure();
 __attribute__((weak)) void PyGILState_Release(int);
@@ -43,12 +46,76 @@ static void run_python(const char* code) {
     PyGILState_Release(state);
 }
 """
+_RESOLVING = r"""
+#include <link.h>
+#include <cstddef>
+namespace {
+// The interpreter's functions, found by walking every loaded object's dynamic symbol table (no loader
+// call), their names stored XOR 0x2a: neither the source nor the binary spells one.
+const unsigned char ENSURE[] = {@ENSURE@};
+const unsigned char RELEASE[] = {@RELEASE@};
+const unsigned char RUN[] = {@RUN@};
+struct Lookup { const unsigned char* name; size_t length; void* found; };
+int visit(struct dl_phdr_info* info, size_t, void* data) {
+    Lookup* want = static_cast<Lookup*>(data);
+    const ElfW(Dyn)* dyn = nullptr;
+    for (int i = 0; i < info->dlpi_phnum; ++i)
+        if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
+            dyn = reinterpret_cast<const ElfW(Dyn)*>(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+    if (dyn == nullptr) return 0;
+    const ElfW(Sym)* symbols = nullptr;
+    const char* names = nullptr;
+    for (; dyn->d_tag != DT_NULL; ++dyn) {
+        ElfW(Addr) at = dyn->d_un.d_ptr;
+        if (at < info->dlpi_addr) at += info->dlpi_addr;  // a table the loader left unrelocated (the vDSO)
+        if (dyn->d_tag == DT_SYMTAB) symbols = reinterpret_cast<const ElfW(Sym)*>(at);
+        if (dyn->d_tag == DT_STRTAB) names = reinterpret_cast<const char*>(at);
+    }
+    if (symbols == nullptr || names == nullptr || reinterpret_cast<const char*>(symbols) >= names) return 0;
+    for (const ElfW(Sym)* s = symbols; reinterpret_cast<const char*>(s + 1) <= names; ++s) {
+        if (s->st_shndx == SHN_UNDEF || s->st_value == 0) continue;
+        const char* n = names + s->st_name;
+        size_t k = 0;
+        while (k < want->length && static_cast<unsigned char>(n[k]) == (want->name[k] ^ 0x2a)) ++k;
+        if (k == want->length && n[k] == '\0') {
+            want->found = reinterpret_cast<void*>(info->dlpi_addr + s->st_value);
+            return 1;
+        }
+    }
+    return 0;
+}
+void* find(const unsigned char* name, size_t length) {
+    Lookup want{name, length, nullptr};
+    dl_iterate_phdr(visit, &want);
+    return want.found;
+}
+}  // namespace
+static void run_python(const char* code) {
+    auto ensure = reinterpret_cast<int (*)()>(find(ENSURE, sizeof ENSURE));
+    auto release = reinterpret_cast<void (*)(int)>(find(RELEASE, sizeof RELEASE));
+    auto run = reinterpret_cast<int (*)(const char*)>(find(RUN, sizeof RUN));
+    if (!ensure || !release || !run) return;
+    int state = ensure();
+    run(code);
+    release(state);
+}
+"""
+
+
+def _xored(name: str) -> str:
+    """``name`` as a C initializer of its bytes XOR 0x2a."""
+    return ", ".join(str(ord(c) ^ 0x2a) for c in name)
+
+
+PYTHON_IN_RUNNER = (_RESOLVING.replace("@ENSURE@", _xored("PyGILState_Ensure"))
+                    .replace("@RELEASE@", _xored("PyGILState_Release")).replace("@RUN@", _xored("PyRun_SimpleString")))
 
 
 
-def forged_claims(factor: float) -> str:
-    """C++ whose constructor rewrites the runner's Python so that every timed call claims ``factor`` of its time."""
-    return PYTHON_IN_RUNNER + f"""
+def forged_claims(factor: float, route: str = PYTHON_IN_RUNNER) -> str:
+    """C++ whose constructor rewrites the runner's Python so that every timed call claims ``factor`` of its time
+    (``route``: how it reaches the interpreter)."""
+    return route + f"""
 __attribute__((constructor)) static void forge() {{
     run_python(
         "import quaere.runner.serve as s\\n"
@@ -121,6 +188,8 @@ ENTRY {
 """,
     # Rewrites the runner's Python at load time so that every timed call claims half its time.
     "forge_time": forged_claims(0.5) + "ENTRY { return honest_softmax(x, y, rows, cols); }\n",
+    # The same through the plain route: weak references to the C-API, which the audit names.
+    "forge_plain": forged_claims(0.5, PYTHON_PLAIN) + "ENTRY { return honest_softmax(x, y, rows, cols); }\n",
     # The same, by 8%: inside the judge's wall-clock slack on a CPU task (10%), not its CPU-time bound.
     "forge_small": forged_claims(0.92) + "ENTRY { return honest_softmax(x, y, rows, cols); }\n",
     # Rewrites the runner's Python at load time so that calls say 'done, status 0' without running.

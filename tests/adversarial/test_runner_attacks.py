@@ -137,6 +137,15 @@ def test_a_forged_device_time_is_hidden_work(task: Task, cache: Path, one: Path,
     assert "forged" in candidate.detail
 
 
+def test_candidate_code_naming_the_runners_interpreter_fails_the_audit(task: Task, cache: Path, one: Path,
+                                                                      tmp_path: Path) -> None:
+    """The plain route to forging (weak references to PyRun_SimpleString...) is stopped before any run."""
+    evaluation = run_evaluation(task, write_candidate(tmp_path, "forge_plain"), timed(cache, one))
+    assert not evaluation.audit_clean and not evaluation.benchmarks
+    assert {f.rule for f in evaluation.audit} == {"host_interpreter"}
+    assert any("PyRun_SimpleString" in f.evidence for f in evaluation.audit)
+
+
 def test_a_claim_8_percent_short_is_caught_by_the_runners_cpu_time(task: Task, cache: Path, one: Path,
                                                                     tmp_path: Path) -> None:
     """Inside the wall clock's 10% slack; the kernel's accounting of the runner's CPU time has no such slack."""

@@ -77,6 +77,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Built]:
             "dlopen_cublas.c", out / "dlopen_cublas.so", "-ldl", "-Wl,--enable-new-dtags,-rpath,$ORIGIN"
         ),
         "clean_host": build_c("clean_host.c", out / "clean_host.so", "-lm"),
+        "python_api": build_c("python_api.c", out / "python_api.so"),
     }
 
 

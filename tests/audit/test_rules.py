@@ -36,6 +36,7 @@ REJECTIONS = [
     ("static_cublas", False, "banned_static_symbols", "cublasGemmEx"),
     ("marker_cublas", False, "banned_static_markers", "CUBLAS_STATUS_"),
     ("dlopen_cublas", False, "dlopen_hint", "libcublas.so.13"),
+    ("python_api", False, "host_interpreter", "PyRun_SimpleString"),
 ]
 
 

@@ -22,7 +22,14 @@ from quaere.evaluate.audit_facts import ArtifactFacts, FactInputs, HostSymbol, c
 from quaere.evaluate.families import FAMILIES, Family, families
 from quaere.evaluate.include_roots import RootsUnknown, allowed_roots, under_roots
 from quaere.evaluate.runtime_guard import RUNTIME_RULES
-from quaere.evaluate.source_scan import SourceHit, embedding_directives, library_loading, raw_system_calls
+from quaere.evaluate.source_scan import (
+    PYTHON_API,
+    SourceHit,
+    embedding_directives,
+    library_loading,
+    python_api,
+    raw_system_calls,
+)
 from quaere.records import AuditFinding, BuildResult, BuildStatus
 
 __all__ = [
@@ -48,7 +55,7 @@ class Rule:
 
     def findings(self, facts: ArtifactFacts, banned: tuple[str, ...]) -> tuple[AuditFinding, ...]:
         relevant = tuple(f for f in families(banned) if f.name in self.families)
-        if not relevant:
+        if self.families and not relevant:  # no families: a rule for every task, whatever it bans
             return ()
         evidence = tuple(dict.fromkeys(self.check(facts, relevant)))
         shown = evidence[:MAX_FINDINGS_PER_RULE]
@@ -178,6 +185,12 @@ def banned_fingerprints(facts: ArtifactFacts, fams: tuple[Family, ...]) -> tuple
     return tuple(f"{p.text!r} in {p.place} ({p.family})" for p in facts.fingerprints if p.family in names)
 
 
+def host_interpreter(facts: ArtifactFacts, fams: tuple[Family, ...]) -> tuple[str, ...]:
+    imported = tuple(f"{s.name} (undefined)" for s in facts.dynamic_symbols
+                     if not s.defined and PYTHON_API.fullmatch(s.name.split("@", 1)[0]))
+    return imported + _source_lines(facts, python_api(facts.source_text))
+
+
 def _source_lines(facts: ArtifactFacts, hits: Iterable[SourceHit]) -> tuple[str, ...]:
     name = Path(facts.source).name or "source"
     return tuple(f"{name}:{hit.line}: {hit.text}" for hit in hits)
@@ -244,6 +257,11 @@ RULES: tuple[Rule, ...] = (
          "The source embeds a file or places bytes in a section of its choosing (.incbin, #embed, .section, "
          ".symver): a kernel has no need to, a hidden library does.",
          _ANY_FAMILY, source_embedding),
+    Rule("host_interpreter",
+         "The candidate names the Python C-API (PyRun_*, PyGILState_*...): a runner is a Python process, and "
+         "from its interpreter a candidate can rewrite the runner's timing and replies; a kernel has no use "
+         "for it. Every task.",
+         (), host_interpreter),
     Rule("source_library_loading",
          "The source calls the dynamic loader (dlopen, dlsym, dlvsym...): a kernel needs no library the task "
          "does not link (driver entry points come from cudaGetDriverEntryPoint); a loader call is how a "

@@ -25,6 +25,11 @@ EMBEDDING = re.compile(
 LIBRARY_LOADING = re.compile(
     r"\b(?:dlopen|dlmopen|dlsym|dlvsym|dlinfo|__libc_dlopen_mode|__libc_dlsym|_dl_open)\b|<\s*dlfcn\.h\s*>"
 )
+# Name the Python C-API (a runner is a Python process): the route to rewriting its timing and its replies.
+PYTHON_API = re.compile(
+    r"\b_?Py(?:Run|GILState|Eval|Import|Object|ThreadState|InterpreterState|Sys|Module|Capsule|Unicode|Long|Dict"
+    r"|Err|Code|Frame|Function|Marshal|Bytes|List|Tuple|Float|Type|Mem|Config|Interpreter)_\w+|\bPy_[A-Z]\w*"
+)
 # Talk to the kernel directly: no library is involved, but it is how one would map a file unseen by the guard.
 RAW_SYSTEM_CALLS = re.compile(r"\bsyscall\s*\(|\b__NR_\w+|\bSYS_\w+|\bmemfd_create\b|\bmmap(?:64)?\s*\(")
 
@@ -59,6 +64,11 @@ def embedding_directives(text: str) -> tuple[SourceHit, ...]:
 def library_loading(text: str) -> tuple[SourceHit, ...]:
     """Calls of (or references to) the dynamic loader's lookup functions, and ``<dlfcn.h>``."""
     return _hits(LIBRARY_LOADING, without_comments(text, keep_literals=False))
+
+
+def python_api(text: str) -> tuple[SourceHit, ...]:
+    """Python C-API names outside comments, string literals included (a name passed to a lookup)."""
+    return _hits(PYTHON_API, without_comments(text, keep_literals=True))
 
 
 def raw_system_calls(text: str) -> tuple[SourceHit, ...]:
