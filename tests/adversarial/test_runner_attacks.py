@@ -151,7 +151,12 @@ def test_a_claim_8_percent_short_is_caught_by_the_runners_cpu_time(task: Task, c
     """Inside the wall clock's 10% slack; the kernel's accounting of the runner's CPU time has no such slack."""
     evaluation = run_evaluation(task, write_candidate(tmp_path, "forge_small"), timed(cache, one))
     assert evaluation.correct
-    candidate = evaluation.benchmarks[0].timing("candidate")
+    candidate, initial = (evaluation.benchmarks[0].timing(name) for name in ("candidate", "initial"))
+    if candidate.status is TimingStatus.MEASURED and initial.cpu_overhead_ms < 0:
+        # Most of the trusted kernel's calls waited for a core: on a machine that loaded, waiting hides a
+        # short claim (a claim can then lose its waits, never go below its CPU time); the claim is not made.
+        pytest.skip(f"loaded machine: the initial kernel's median CPU time minus claim is "
+                    f"{initial.cpu_overhead_ms * 1e3:.0f} us")
     assert candidate.status is TimingStatus.HIDDEN_WORK, candidate
     assert "CPU time" in candidate.detail
 

@@ -72,6 +72,10 @@ def test_a_cpu_claim_short_of_the_runners_cpu_time_is_forged_even_within_the_wal
     assert "forged" in hidden_work(forged, reference, rule) and "CPU time" in hidden_work(forged, reference, rule)
     preempted = impl([6.0] * 20, overhead=0.20, cpu_overhead=-0.9, tail=5)
     assert hidden_work(preempted, reference, rule) == ""
+    loaded = impl([12.0] * 20, overhead=0.20, cpu_overhead=0.30)  # 16 of its 20 calls waited 0.2 ms for a core
+    loaded.cpus_ms[:16] = [cpu - 0.2 for cpu in loaded.cpus_ms[:16]]
+    assert hidden_work(impl([6.0] * 20, overhead=0.20, cpu_overhead=0.30), loaded, rule) == ""
+    assert "CPU time" in hidden_work(impl([5.52] * 20, overhead=0.68, cpu_overhead=0.78), loaded, rule)
     sleeping = impl([12.0] * 20, overhead=0.20, cpu_overhead=-5.0)  # a trusted kernel that waits: no calibration
     assert hidden_work(impl([6.0] * 20, overhead=0.20, cpu_overhead=0.08), sleeping, rule) == ""
     unmeasured = impl([5.52] * 20, overhead=0.68)
