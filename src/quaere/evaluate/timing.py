@@ -202,7 +202,7 @@ class CudaClock:
         """The first mark fires when the cover ends, the second, enqueued once the runner replied (after its
         whole context synchronized), at once on an idle device: nothing the runner process does (its code is
         the candidate's) can move either mark. What lies between them besides the runner's work is the
-        question the call log answers (``NativeImpl.span_overhead_ms``)."""
+        question the call log answers (``CallTimes.span_overhead_ms``)."""
         torch = self.torch
         before, after = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         before.record()

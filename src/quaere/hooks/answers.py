@@ -37,6 +37,15 @@ class HookAnswer:
     """A stop's goal status as its decision was recorded (``met``, ``budget_spent``, a goal state, ``error``)."""
 
 
+def stop_decision(answer: HookAnswer, session: int = 0, reason: str | None = None) -> StopDecision:
+    """The trace's record of a stop ``answer``: its decision and goal status as the answer carries them;
+    ``reason`` when the record keeps a shorter text than the answer shows (default: the answer's text)."""
+    if answer.decision not in ("block", "allow"):
+        raise ValueError(f"not a stop answer: decision {answer.decision!r}")
+    return StopDecision(session=session, decision=answer.decision, goal_status=answer.goal_status,
+                        reason=answer.text if reason is None else reason)
+
+
 def normalize_payload(payload: dict[str, Any]) -> dict[str, Any]:
     """The payload with Claude Code's key names (what Claude Code and Codex send is returned as is)."""
     out = dict(payload)
@@ -127,6 +136,6 @@ def trace_broken(trace: Path, event: WireEvent, message: str, answer: HookAnswer
         writer = TraceWriter(trace)
         writer.write(ErrorEvent(where=f"hook {event.value}", message=message))
         if event is WireEvent.STOP and answer.decision in ("block", "allow"):
-            writer.write(StopDecision(decision=answer.decision, reason=answer.text, goal_status="error"))
+            writer.write(stop_decision(answer))  # broken_answer's stop answers carry goal status "error"
     except (OSError, ValueError):
         pass

@@ -24,7 +24,14 @@ from typing import Any, Protocol
 from quaere.goal import GoalState, GoalStatus, is_timing_only
 from quaere.goal_render import render_goal
 from quaere.goal_source import GoalJudge
-from quaere.hooks.answers import HookAnswer, allow_answer, block_answer, broken_answer, context_answer
+from quaere.hooks.answers import (
+    HookAnswer,
+    allow_answer,
+    block_answer,
+    broken_answer,
+    context_answer,
+    stop_decision,
+)
 from quaere.hooks.dialect import HookDialect, WireEvent, tool_failed
 from quaere.hooks.state import HookBudget, HookState, StateFile, read_state, update_state
 from quaere.hooks.transcript import new_assistant_texts
@@ -39,7 +46,6 @@ from quaere.trace import (
     Event,
     MomentDetected,
     StopAttempt,
-    StopDecision,
     ToolCall,
     ToolResult,
     TraceEvent,
@@ -158,16 +164,17 @@ def handle_stop(payload: dict[str, Any], deps: HookDeps) -> HookAnswer:
     status, problems = current_goal(deps)
     note = "\n".join(f"quaere: store: {p}" for p in problems)
     if status.met:
-        reason = render_goal(status, now)
-        deps.trace.write(StopDecision(session=session, decision="allow", reason=reason, goal_status="met"))
-        return allow_answer(reason, note, goal_status="met")
+        answer = allow_answer(render_goal(status, now), note, goal_status="met")
+        deps.trace.write(stop_decision(answer, session))
+        return answer
     spent = state.budget_spent(now)
     if spent is not None:
         budget, limit, used = spent
         deps.trace.write(BudgetSpent(session=session, budget=budget, limit=limit, used=used))
         reason = f"quaere: {budget} budget spent ({used:g} of {limit:g}); stopping with the goal {status.state.value}."
-        deps.trace.write(StopDecision(session=session, decision="allow", reason=reason, goal_status="budget_spent"))
-        return allow_answer(reason + "\n" + render_goal(status, now), note, goal_status="budget_spent")
+        answer = allow_answer(reason + "\n" + render_goal(status, now), note, goal_status="budget_spent")
+        deps.trace.write(stop_decision(answer, session, reason))
+        return answer
     reason = render_goal(status, now)
     moment, evidence = _stop_moment(deps, status, last if isinstance(last, str) else "", now)
     picked = _ask(deps, moment, evidence, session)
@@ -176,8 +183,9 @@ def handle_stop(payload: dict[str, Any], deps: HookDeps) -> HookAnswer:
     if picked is not None:
         reason += f"\n\nQuestion: {picked.text}"
     update_state(deps.hook_state, lambda s: setattr(s, "blocks", s.blocks + 1))
-    deps.trace.write(StopDecision(session=session, decision="block", reason=reason, goal_status=status.state.value))
-    return block_answer(deps.agent, reason, note, goal_status=status.state.value)
+    answer = block_answer(deps.agent, reason, note, goal_status=status.state.value)
+    deps.trace.write(stop_decision(answer, session))
+    return answer
 
 
 # -- PostToolUse ----------------------------------------------------------------------------------------

@@ -60,8 +60,8 @@ class TimingRule(Strict):
     if larger) before it is ``hidden_work``: the drain is measured inside the runner, to a few µs."""
     cpu_abs_ms: float = Field(default=0.05, ge=0)
     """CPU tasks: a candidate's median of (its runner's scheduler-accounted CPU time per call - its claimed
-    time) may exceed the initial kernel's by this much, or by ``cpu_rel`` of its claimed time if larger,
-    before it is ``hidden_work`` (a forged time). No effect on a GPU task."""
+    time) may exceed the initial kernel's largest by this much, or by ``cpu_rel`` of its claimed time if
+    larger, before it is ``hidden_work`` (a forged time). No effect on a GPU task or with threads allowed."""
     cpu_rel: float = Field(default=0.02, ge=0)
     """Relative part of the same slack (a fraction of the candidate's median claimed time)."""
     sample_slack: float = Field(default=2.0, ge=1)
