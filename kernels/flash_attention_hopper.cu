@@ -5,10 +5,12 @@
 //                      first, heads grouped so their K/V stay in L2), publishes each tile decoded
 //                      (batch, head, first row, KV blocks) in shared memory and issues TMA loads
 //                      (cp.async.bulk.tensor.4d, 128B swizzle) of Q and of K/V tiles into a
-//                      STAGES-deep ring, completing on mbarriers.
+//                      STAGES-deep ring, completing on mbarriers
+//                      (D = 256: block it+1's K before block it's V, the consumers' order).
 //   warpgroups 1..NWG: consumers, 64 query rows each. S = Q K^T with wgmma (both operands in
-//                      shared memory), online softmax in registers (exp2, scale folded in, O only
-//                      rescaled when a row max grows by more than 2^8), P converted to bf16 in
+//                      shared memory; descriptors are a base plus each k-step's constant offset,
+//                      one integer add per wgmma), online softmax in registers (exp2, scale folded
+//                      in, O only rescaled when a row max grows by more than 2^8), P converted to bf16 in
 //                      registers and O += P V with wgmma's register-A form, V read MN-major
 //                      (transposed B). The next tile's S GEMM is issued before this tile's P V GEMM
 //                      so that softmax overlaps the tensor cores (intra-warpgroup overlap).
@@ -32,6 +34,12 @@
 #endif
 #ifndef FAH_PP128
 #define FAH_PP128 0
+#endif
+#ifndef FAH_KAHEAD_D  // head dims from this one up: the producer loads block it+1's K before block it's V
+#define FAH_KAHEAD_D 256
+#endif
+#ifndef FAH_RR64  // 1: the three consumer warpgroups of the D=64 kernel take turns (round robin)
+#define FAH_RR64 0
 #endif
 #ifndef FAH_ST128  // pipeline stages for head dim 128
 #define FAH_ST128 2
@@ -191,13 +199,26 @@ __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
 }
 // Shared-memory matrix descriptor, 128-byte swizzle. K-major operands use sbo = 1024 (8 rows of
 // 128 B); the MN-major V operand also uses lbo = distance between its 64-column blocks.
-__device__ __forceinline__ uint64_t make_desc(uint32_t saddr, uint32_t lbo, uint32_t sbo) {
+// The whole descriptor of one address: the reference the split form below is checked against
+// (bench/kernel/desc_test.cu); the kernel uses the split form.
+__host__ __device__ __forceinline__ uint64_t make_desc(uint32_t saddr, uint32_t lbo, uint32_t sbo) {
   uint64_t d = 0;
   d |= (uint64_t)((saddr & 0x3FFFF) >> 4);
   d |= (uint64_t)((lbo >> 4) & 0x3FFF) << 16;
   d |= (uint64_t)((sbo >> 4) & 0x3FFF) << 32;
   d |= (uint64_t)1 << 62;
   return d;
+}
+// Split form: the low word (start address, leading byte offset) of a base address, to which a
+// k-step adds its constant offset / 16 (addresses stay below 2^18, so the 14-bit field cannot
+// carry into the next), and the constant high word (stride byte offset, 128-byte swizzle). One
+// integer add per wgmma instead of recomputing the whole descriptor (perf.md, stage 4).
+__host__ __device__ __forceinline__ uint32_t desc_lo(uint32_t saddr, uint32_t lbo) {
+  return ((saddr & 0x3FFFF) >> 4) | (((lbo >> 4) & 0x3FFF) << 16);
+}
+__host__ __device__ constexpr uint32_t desc_hi(uint32_t sbo) { return ((sbo >> 4) & 0x3FFF) | (1u << 30); }
+__host__ __device__ __forceinline__ uint64_t desc_at(uint32_t lo, uint32_t byte_off, uint32_t hi) {
+  return ((uint64_t)hi << 32) | (uint64_t)(lo + (byte_off >> 4));
 }
 
 // ---------------------------------------------------------------- wgmma (generated: m64nNk16, bf16 in, f32 accumulate)
@@ -414,7 +435,8 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
   using L = Layout<D, BN, STAGES, NWG>;
   constexpr int kBM = L::BM;
   constexpr int DC = D / 64;  // 64-column (128-byte) blocks per row
-  static_assert(!PINGPONG || NWG == 2, "ping-pong is written for two consumer warpgroups");
+  // Turn-taking barriers: consumer warpgroup k waits on sched_bar(k) before issuing its GEMMs.
+  auto sched_bar = [](int k) { return (NWG == 2 ? 1 : 7) + k; };
   extern __shared__ uint8_t smem_raw[];
   const uint32_t raw = smem_u32(smem_raw);
   const uint32_t sQ = (raw + 1023) & ~1023u;  // 128B-swizzle atoms need 1024-byte alignment
@@ -495,22 +517,38 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
           for (int c = 0; c < DC; ++c) tma_load_4d(sQ + c * kBM * 128, &tmQ, barQ, c * 64, h, m0, b);
         }
         const int hkv = h / p.group;
-        for (int it = 0; it < n_max; ++it, ++kv_it) {
-          const int n = n_max - 1 - it;
-          const int s = kv_it % STAGES;
-          const uint32_t ph = (kv_it / STAGES) & 1;
-          mbar_wait(barEmptyK(s), ph ^ 1);
+        // Block it's K and V go to stage (kv_it + it) % STAGES.
+        auto load_k = [&](int it) {
+          const int g = kv_it + it, s = g % STAGES;
+          mbar_wait(barEmptyK(s), ((g / STAGES) & 1) ^ 1);
           mbar_expect_tx(barFullK(s), L::KV_BYTES);
 #pragma unroll
           for (int c = 0; c < DC; ++c)
-            tma_load_4d(sK + s * L::KV_BYTES + c * BN * 128, &tmK, barFullK(s), c * 64, hkv, n * BN, b);
-          mbar_wait(barEmptyV(s), ph ^ 1);
+            tma_load_4d(sK + s * L::KV_BYTES + c * BN * 128, &tmK, barFullK(s), c * 64, hkv, (n_max - 1 - it) * BN, b);
+        };
+        auto load_v = [&](int it) {
+          const int g = kv_it + it, s = g % STAGES;
+          mbar_wait(barEmptyV(s), ((g / STAGES) & 1) ^ 1);
           if (L::O_IN_V && it == 0 && kt > 0) mbar_wait(barOFree, (kt - 1) & 1);
           mbar_expect_tx(barFullV(s), L::KV_BYTES);
 #pragma unroll
           for (int c = 0; c < DC; ++c)
-            tma_load_4d(sV + s * L::KV_BYTES + c * BN * 128, &tmV, barFullV(s), c * 64, hkv, n * BN, b);
+            tma_load_4d(sV + s * L::KV_BYTES + c * BN * 128, &tmV, barFullV(s), c * 64, hkv, (n_max - 1 - it) * BN, b);
+        };
+        if (D >= FAH_KAHEAD_D) {
+          // In the consumers' order: block it+1's K (its S GEMM comes first) before block it's V.
+          if (n_max > 0) load_k(0);
+          for (int it = 0; it < n_max; ++it) {
+            if (it + 1 < n_max) load_k(it + 1);
+            load_v(it);
+          }
+        } else {
+          for (int it = 0; it < n_max; ++it) {
+            load_k(it);
+            load_v(it);
+          }
         }
+        kv_it += n_max;
         kt += n_max > 0;
         tile = gridDim.x + (int)atomicAdd(&p.sched[0], 1u);
         if (tile < num_tiles) {
@@ -590,19 +628,21 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
       const int lim1 = p.causal ? min(p.seqlen_k, row1 + off + 1) : p.seqlen_k;
       auto gemm_s = [&](int st) {
         wgmma_fence();
+        const uint32_t qlo = desc_lo(sQ + cw * 64 * 128, 16), klo = desc_lo(sK + st * L::KV_BYTES, 16);
 #pragma unroll
         for (int kk = 0; kk < D / 16; ++kk) {
-          const uint64_t da = make_desc(sQ + (kk / 4) * kBM * 128 + cw * 64 * 128 + (kk % 4) * 32, 16, 1024);
-          const uint64_t db = make_desc(sK + st * L::KV_BYTES + (kk / 4) * BN * 128 + (kk % 4) * 32, 16, 1024);
+          const uint64_t da = desc_at(qlo, (kk / 4) * kBM * 128 + (kk % 4) * 32, desc_hi(1024));
+          const uint64_t db = desc_at(klo, (kk / 4) * BN * 128 + (kk % 4) * 32, desc_hi(1024));
           wgmma_ss<BN>(s, da, db, kk > 0 ? 1 : 0);
         }
         wgmma_commit();
       };
       auto gemm_pv = [&](int st) {
         wgmma_fence();
+        const uint32_t vlo = desc_lo(sV + st * L::KV_BYTES, BN * 128);
 #pragma unroll
         for (int kk = 0; kk < BN / 16; ++kk) {
-          const uint64_t db = make_desc(sV + st * L::KV_BYTES + kk * 2048, BN * 128, 1024);
+          const uint64_t db = desc_at(vlo, kk * 2048, desc_hi(1024));
           wgmma_rs<D>(o, &pf[4 * kk], db, 1);
         }
         wgmma_commit();
@@ -620,9 +660,9 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
       // Ping-pong: warpgroup cw issues its GEMMs between named_sync(1 + cw) and an arrive on the
       // other's barrier, so one warpgroup's softmax runs while the other's GEMMs use the tensor
       // cores. Per tile both barriers see as many arrives as syncs.
-      auto turn_begin = [&]() { if (PINGPONG) named_sync(1 + cw, 256); };
-      auto turn_end = [&]() { if (PINGPONG) named_arrive(2 - cw, 256); };
-      if (PINGPONG && cw == 1) named_arrive(1, 256);  // warpgroup 1 goes first
+      auto turn_begin = [&]() { if (PINGPONG) named_sync(sched_bar(cw), 256); };
+      auto turn_end = [&]() { if (PINGPONG) named_arrive(sched_bar((cw + 1) % NWG), 256); };
+      if (PINGPONG && cw == NWG - 1) named_arrive(sched_bar(0), 256);  // warpgroup 1 goes first
 
       {
         const int st = kv_it % STAGES;
@@ -685,7 +725,7 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
         turn_begin();
         gemm_pv(lst);
         turn_end();
-        if (PINGPONG && cw == 0) named_sync(1, 256);  // consume warpgroup 2's last arrive
+        if (PINGPONG && cw == 0) named_sync(sched_bar(0), 256);  // consume the last warpgroup's last arrive
         wgmma_wait<0>();
         fence_regs<D / 2>(o);
         fence_regs_u<BN / 4>(pf);
@@ -918,7 +958,7 @@ extern "C" int attention_forward(const void* q, const void* k, const void* v, vo
       // gain from the third warpgroup.
       if (causal && seqlen_q <= FAH_SQ64_2WG)
         return fah::launch<64, FAH_BN64, 3, 2, FAH_PP64 != 0>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
-      return fah::launch<64, FAH_BN64, 3, FAH_NWG64, FAH_PP64 && FAH_NWG64 == 2>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
+      return fah::launch<64, FAH_BN64, 3, FAH_NWG64, FAH_NWG64 == 2 ? FAH_PP64 != 0 : FAH_RR64 != 0>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
     case 128:
       if (!causal && FAH_BN128NC != FAH_BN128)
         return fah::launch<128, FAH_BN128NC, FAH_ST128, 2, FAH_PP128>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);

@@ -1,9 +1,10 @@
 """The shipped kernel's host-side arithmetic, checked on the CPU.
 
-`bench/kernel/tile_math_test.cu` and `bench/kernel/epilogue_map_test.cu` include
+`bench/kernel/tile_math_test.cu`, `bench/kernel/epilogue_map_test.cu` and `bench/kernel/desc_test.cu` include
 `kernels/flash_attention_hopper.cu` and check, with no GPU, the functions the kernel's correctness and
 schedule rest on: every query tile handed out exactly once, the KV blocks each tile visits, the causal
-head groups' last group large enough to keep the SMs busy to the end, the epilogue's shared-memory maps.
+head groups' last group large enough to keep the SMs busy to the end, the epilogue's shared-memory maps,
+the wgmma descriptors issued as a base plus constant offsets (equal to the whole descriptor everywhere).
 A change to the kernel file that breaks one of them fails here, in CI, before any device run.
 """
 
@@ -16,7 +17,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PROGRAMS = ["tile_math_test", "epilogue_map_test"]
+PROGRAMS = ["tile_math_test", "epilogue_map_test", "desc_test"]
 
 
 @pytest.mark.parametrize("name", PROGRAMS)
