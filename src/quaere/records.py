@@ -133,7 +133,7 @@ class Timing(Record):
                                         "claimed time (the CPU-time bound's input).")
     span_overhead_ms: MaybeFloat = Field(default=math.nan, description="Native implementations on a GPU: lower "
                                          "quartile of the judge's own device-timeline span per call minus the "
-                                         "claimed device time (recorded for calibration, not judged).")
+                                         "claimed device time (judged where the task sets timing.span_abs_ms).")
     detail: str = ""
 
 

@@ -54,13 +54,41 @@ def test_the_slack_grows_with_long_calls() -> None:
     assert hidden_work(impl([4.0] * 20, overhead=0.70), reference, RULE) == ""
 
 
-def test_the_device_timeline_span_is_recorded_not_judged() -> None:
-    """The span's overhead is its lower quartile over the claims, NaN without a device timeline; until a
-    cover that outlasts the runner's start is calibrated on it (docs/security.md) it moves no verdict."""
+def test_the_device_timeline_span_is_recorded_not_judged_unless_the_task_says() -> None:
+    """The span's overhead is its lower quartile over the claims, NaN without a device timeline; a task that
+    leaves ``span_abs_ms`` unset (its honest spread not measured) gets no verdict from it."""
     reference = impl([0.34] * 40, overhead=0.60, span_overhead=0.40)
-    candidate = impl([0.14] * 40, overhead=0.60, span_overhead=0.45, tail=15)
-    assert math.isclose(candidate.span_overhead_ms(), 0.45) and math.isnan(impl([0.14] * 4, 0.6).span_overhead_ms())
-    assert hidden_work(candidate, reference, RULE) == ""
+    candidate = impl([0.14] * 40, overhead=0.60, span_overhead=0.50, tail=15)
+    assert math.isclose(candidate.span_overhead_ms(), 0.50) and math.isnan(impl([0.14] * 4, 0.6).span_overhead_ms())
+    assert RULE.span_abs_ms is None and hidden_work(candidate, reference, RULE) == ""
+
+
+SPAN_RULE = RULE.model_copy(update={"span_abs_ms": 0.05})
+
+
+def test_a_forged_claim_the_host_clock_misses_is_caught_by_the_span() -> None:
+    """As measured on the H200 (docs/runs/2026-12-01/stage4, call 7): a claim of half of a 132 us call raised the
+    wall overhead's lower quartile by 37 us (under its 50 us slack) and the span's by 86 us."""
+    reference = impl([0.34] * 40, overhead=0.568, span_overhead=0.394)
+    forged = impl([0.066] * 40, overhead=0.605, span_overhead=0.480)
+    assert hidden_work(forged, reference, RULE) == ""
+    assert "device timeline spanned 86 us more" in hidden_work(forged, reference, SPAN_RULE)
+
+
+def test_an_honest_kernel_within_the_spans_measured_spread_passes() -> None:
+    """Two honest kernels' span overheads differed by at most 29 us on the 26 attention configurations."""
+    reference = impl([0.34] * 40, overhead=0.60, span_overhead=0.40)
+    assert hidden_work(impl([0.14] * 40, overhead=0.58, span_overhead=0.43, tail=15), reference, SPAN_RULE) == ""
+
+
+def test_no_device_timeline_never_flags_by_the_span() -> None:
+    reference = impl([0.34] * 40, overhead=0.60)
+    assert hidden_work(impl([0.14] * 40, overhead=0.60), reference, SPAN_RULE) == ""
+
+
+def test_the_attention_task_judges_the_span_and_a_task_not_measured_does_not() -> None:
+    assert load_task("flash_attention_hopper").spec.timing.span_abs_ms == 0.05
+    assert load_task("rmsnorm_hopper").spec.timing.span_abs_ms is None
 
 
 def test_a_cpu_claim_short_of_the_runners_cpu_time_is_forged_even_within_the_wall_slack() -> None:
