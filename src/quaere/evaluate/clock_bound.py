@@ -107,23 +107,21 @@ def hidden_work(impl: CallTimes, reference: CallTimes | None, timing: TimingRule
         return (f"the runner ran {cpu_excess * 1e3:.0f} us more CPU time per call than its claimed time accounts "
                 f"for, beyond the trusted initial kernel's (median of {len(impl.cpus_ms)} calls against its "
                 f"largest, slack {cpu_slack * 1e3:.0f} us): a forged time")
-    excess, slack = impl.overhead_ms() - reference.overhead_ms(), _slack_ms(
-        timing.hidden_work_rel, device_ms, timing.hidden_work_abs_ms)
-    if excess > slack:
-        return (f"the judge's clock saw {excess * 1e3:.0f} us more per call than the claimed device time "
-                f"accounts for, beyond the trusted initial kernel's (lower quartile of {len(impl.walls_ms)} calls, "
-                f"slack {slack * 1e3:.0f} us): work outside the timed interval, or a forged time")
-    return _span_bound(impl, reference, timing, device_ms)
+    wall = _quartile_bound("the judge's clock saw", impl.overhead_ms() - reference.overhead_ms(),
+                           _slack_ms(timing.hidden_work_rel, device_ms, timing.hidden_work_abs_ms), len(impl.walls_ms))
+    if wall or timing.span_abs_ms is None:
+        return wall
+    # Where the task judges it; NaN (no device timeline) never flags.
+    span_excess_ms = impl.span_overhead_ms() - reference.span_overhead_ms()
+    return _quartile_bound("the judge's device timeline spanned", span_excess_ms,
+                           _slack_ms(timing.hidden_work_rel, device_ms, timing.span_abs_ms), len(impl.spans_ms))
 
 
-def _span_bound(impl: CallTimes, reference: CallTimes, timing: TimingRule, device_ms: float) -> str:
-    """The device-timeline bound, where the task judges it; NaN (no device timeline) never flags."""
-    if timing.span_abs_ms is None:
-        return ""
-    excess = impl.span_overhead_ms() - reference.span_overhead_ms()
-    slack = _slack_ms(timing.hidden_work_rel, device_ms, timing.span_abs_ms)
-    if excess > slack:
-        return (f"the judge's device timeline spanned {excess * 1e3:.0f} us more per call than the claimed device "
-                f"time accounts for, beyond the trusted initial kernel's (lower quartile of {len(impl.spans_ms)} "
-                f"calls, slack {slack * 1e3:.0f} us): work outside the timed interval, or a forged time")
+def _quartile_bound(seen: str, excess_ms: float, slack_ms: float, calls: int) -> str:
+    """The form the wall-clock and device-timeline bounds share: the candidate's lower quartile of (what the
+    judge measured - claim) above the trusted kernel's by more than the slack."""
+    if excess_ms > slack_ms:
+        return (f"{seen} {excess_ms * 1e3:.0f} us more per call than the claimed device time accounts for, beyond "
+                f"the trusted initial kernel's (lower quartile of {calls} calls, slack {slack_ms * 1e3:.0f} us): work "
+                "outside the timed interval, or a forged time")
     return ""
