@@ -45,6 +45,10 @@ MASKED_CHECKS = [
     for i, (sq, sk, d) in enumerate((sq, sk, d) for sq in (129, 2047, 4097) for sk in (1, 7, 129, 1000)
                                     for d in (64, 128, 256))
 ]
+# Sharp softmax (scale 4 and 10): scores hundreds of log2 units apart, so exponents far below -127 (the
+# FMA-pipe exp2's clamp) and many row-max moves; causal and not, every head dim.
+SHARP_CHECKS = [(1, 300, 1000, 4, 2, d, c, 4.0) for d in (64, 128, 256) for c in (0, 1)] + [
+    (2, 129, 2047, 4, 1, d, 1, 10.0) for d in (64, 128, 256)]
 HANG_S = 60.0  # a case that has not finished by then is reported as a hang (the evaluator's limit)
 
 
@@ -193,7 +197,7 @@ def check_cases(big: bool) -> list[tuple]:
     """Every check as (batch, Sq, Sk, Hq, Hkv, D, causal, scale or None)."""
     cases = [(*sh, d, c, None) for d in (64, 128, 256) for c in (0, 1) for sh in CHECK_SHAPES]
     cases += [(*c, None) for c in BIG_CHECKS] if big else []
-    cases += MASKED_CHECKS
+    cases += MASKED_CHECKS + SHARP_CHECKS
     cases += [MASKED_CHECKS[0]]  # again right after the others: a second launch must be right too
     cases += [(2, 333, 444, 4, 2, 128, 1, 0.37)]
     return cases
