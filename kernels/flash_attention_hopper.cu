@@ -35,6 +35,15 @@
 #ifndef FAH_PP128
 #define FAH_PP128 0
 #endif
+#ifndef FAH_LAZY64  // 1: skip the row max on blocks where no P can exceed 2^8 (softmax_fast), D=64
+#define FAH_LAZY64 0
+#endif
+#ifndef FAH_LAZY128
+#define FAH_LAZY128 1
+#endif
+#ifndef FAH_LAZY256
+#define FAH_LAZY256 0
+#endif
 #ifndef FAH_KAHEAD_D  // head dims from this one up: the producer loads block it+1's K before block it's V
 #define FAH_KAHEAD_D 256
 #endif
@@ -187,6 +196,16 @@ __device__ __forceinline__ void named_sync(int id, int n) {
 }
 __device__ __forceinline__ void named_arrive(int id, int n) {
   asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(n) : "memory");
+}
+// Named barrier with an OR reduction: true on every thread iff some of the n threads passed true.
+__device__ __forceinline__ bool named_any(int id, int n, bool v) {
+  uint32_t r;
+  asm volatile(
+      "{\n .reg .pred p, q;\n setp.ne.u32 p, %1, 0;\n bar.red.or.pred q, %2, %3, p;\n selp.u32 %0, 1, 0, q;\n}\n"
+      : "=r"(r)
+      : "r"((uint32_t)v), "r"(id), "r"(n)
+      : "memory");
+  return r != 0;
 }
 __device__ __forceinline__ float ex2(float x) {
   float y;
@@ -380,6 +399,41 @@ __device__ __forceinline__ bool softmax_tile(float* s, float& m0, float& m1, flo
   l0 = grow ? fmaf(l0, sc0, sum0) : l0 + sum0;
   l1 = grow ? fmaf(l1, sc1, sum1) : l1 + sum1;
   return grow;
+}
+
+// The softmax of one S tile without the row max, for rows whose running max is finite: P is taken
+// against the running max as it stands. Every P is at most its thread's partial row sum, so where
+// all sums are <= 2^8 no row max grew by more than 2^8 (log2 units) and softmax_tile would have
+// left the max and O alone and produced these very P and sums. Returns this thread's "not so" (a sum
+// above 2^8, or inf/NaN); the caller then recomputes S and takes softmax_tile. Sums go to t0, t1,
+// to be added to l only once the whole warpgroup agreed.
+template <int BN, bool MASK>
+__device__ __forceinline__ bool softmax_fast(float* s, float m0, float m1, float& t0, float& t1, int col_base,
+                                             int lim0, int lim1, float sl2) {
+  if (MASK) {
+#pragma unroll
+    for (int i = 0; i < BN / 8; ++i) {
+      const int c = col_base + 8 * i;
+      if (c >= lim0) s[4 * i + 0] = -INFINITY;
+      if (c + 1 >= lim0) s[4 * i + 1] = -INFINITY;
+      if (c >= lim1) s[4 * i + 2] = -INFINITY;
+      if (c + 1 >= lim1) s[4 * i + 3] = -INFINITY;
+    }
+  }
+  const float ms0 = m0 * sl2, ms1 = m1 * sl2;
+  float sum0 = 0.f, sum1 = 0.f;
+#pragma unroll
+  for (int i = 0; i < BN / 8; ++i) {
+    s[4 * i + 0] = ex2(fmaf(s[4 * i + 0], sl2, -ms0));
+    s[4 * i + 1] = ex2(fmaf(s[4 * i + 1], sl2, -ms0));
+    s[4 * i + 2] = ex2(fmaf(s[4 * i + 2], sl2, -ms1));
+    s[4 * i + 3] = ex2(fmaf(s[4 * i + 3], sl2, -ms1));
+    sum0 += s[4 * i + 0] + s[4 * i + 1];
+    sum1 += s[4 * i + 2] + s[4 * i + 3];
+  }
+  t0 = sum0;
+  t1 = sum1;
+  return !(sum0 <= 256.f && sum1 <= 256.f);
 }
 
 // Tile t -> (batch b, query head h, first query row m0, KV blocks n_max). The producer and the
@@ -588,6 +642,7 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
   int kv_it = 0, q_it = 0;
   // The 3-warpgroup D=64 kernel measured 2-4% slower with TMA stores (docs/perf.md, stage 2).
   constexpr bool TMA_ST = FAH_TMA_ST && D >= 128 && (L::STAGE_O || L::O_IN_V);
+  constexpr bool LAZY = (D == 64 ? FAH_LAZY64 : D == 128 ? FAH_LAZY128 : FAH_LAZY256) != 0;
   bool store_pending = false;  // thread 0 of the warpgroup: a TMA store of O still reads sO
   // Called once the next tile's first GEMM is under way (or it has none): the previous tile's O
   // store has then had time to read sO; for O_IN_V the producer may now load V over it.
@@ -663,6 +718,9 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
       auto turn_begin = [&]() { if (PINGPONG) named_sync(sched_bar(cw), 256); };
       auto turn_end = [&]() { if (PINGPONG) named_arrive(sched_bar((cw + 1) % NWG), 256); };
       if (PINGPONG && cw == NWG - 1) named_arrive(sched_bar(0), 256);  // warpgroup 1 goes first
+      // LAZY: every row of the warpgroup has a finite running max (it stays so for the tile), so the
+      // blocks between the first and the last may try softmax_fast.
+      bool fin = false;
 
       {
         const int st = kv_it % STAGES;
@@ -682,6 +740,7 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
         float sc0, sc1;
         softmax(n_max - 1, sc0, sc1);  // O is still zero: nothing to rescale
         convert_p();
+        if (LAZY) fin = !named_any(3 + cw, 128, mA == -INFINITY || mB == -INFINITY);
       }
       for (int it = 1; it < n_max; ++it) {
         const int n = n_max - 1 - it;
@@ -697,15 +756,38 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
         turn_end();
         wgmma_wait<1>();
         fence_regs<BN / 2>(s);
-        if (t128 == 0) mbar_arrive(barEmptyK(st));
-        // The last S GEMM of the tile has completed (as for the K stage above): release Q now, not
-        // after this block's softmax, so that the next tile's Q load starts one softmax earlier.
-        if (it == n_max - 1) {
-          __syncwarp();
-          if (lane == 0) mbar_arrive(barQEmpty);
-        }
         float sc0 = 1.f, sc1 = 1.f;
-        const bool grow = softmax(n, sc0, sc1);
+        bool grow = false;
+        // softmax_fast on the blocks between the first and the last, once every row's max is finite.
+        // The decision is the warpgroup's (a wgmma may follow); K stays held until it is made, so
+        // that S can be recomputed, and the last block (which releases Q) never tries.
+        const bool try_fast = LAZY && fin && it < n_max - 1;
+        if (try_fast) {
+          float t0, t1;
+          const bool need_mask = (n * BN + BN > p.seqlen_k) || (p.causal && n * BN + BN - 1 > m0 + off);
+          const bool bad = need_mask ? softmax_fast<BN, true>(s, mA, mB, t0, t1, n * BN + colq, lim0, lim1, sl2)
+                                     : softmax_fast<BN, false>(s, mA, mB, t0, t1, n * BN + colq, lim0, lim1, sl2);
+          if (!named_any(3 + cw, 128, bad)) {
+            lA += t0;
+            lB += t1;
+          } else {
+            gemm_s(st);  // S again (its P was taken against a max that moved too far)
+            wgmma_wait<0>();
+            fence_regs<BN / 2>(s);
+            grow = softmax(n, sc0, sc1);
+          }
+          if (t128 == 0) mbar_arrive(barEmptyK(st));
+        } else {
+          if (t128 == 0) mbar_arrive(barEmptyK(st));
+          // The last S GEMM of the tile has completed (as for the K stage above): release Q now, not
+          // after this block's softmax, so that the next tile's Q load starts one softmax earlier.
+          if (it == n_max - 1) {
+            __syncwarp();
+            if (lane == 0) mbar_arrive(barQEmpty);
+          }
+          grow = softmax(n, sc0, sc1);
+          if (LAZY && !fin) fin = !named_any(3 + cw, 128, mA == -INFINITY || mB == -INFINITY);
+        }
         wgmma_wait<0>();
         fence_regs<D / 2>(o);
         fence_regs_u<BN / 4>(pf);
