@@ -35,6 +35,9 @@
 #ifndef FAH_PP128
 #define FAH_PP128 0
 #endif
+#ifndef FAH_PP128C  // the same, causal D=128
+#define FAH_PP128C 0
+#endif
 #ifndef FAH_LAZY64  // 1: skip the row max on blocks where no P can exceed 2^8 (softmax_fast), D=64
 #define FAH_LAZY64 0
 #endif
@@ -43,6 +46,9 @@
 #endif
 #ifndef FAH_LAZY256
 #define FAH_LAZY256 0
+#endif
+#ifndef FAH_LZ_CAUSAL  // 1: softmax_fast in the causal kernels too (CM = 1; -1 to -2.4% on MHA, perf.md stage 6)
+#define FAH_LZ_CAUSAL 0
 #endif
 #ifndef FAH_KAHEAD_D  // head dims from this one up: the producer loads block it+1's K before block it's V
 #define FAH_KAHEAD_D 256
@@ -344,6 +350,35 @@ struct Layout {
   static constexpr int SMEM = (STAGE_O ? O_OFF + O_BYTES : BAR_END) + 1024;  // + alignment slack
 };
 
+// Keys at or past a row's limit (lim0 for the thread's first row, lim1 for its second) get -inf.
+template <int BN>
+__device__ __forceinline__ void mask_tile(float* s, int col_base, int lim0, int lim1) {
+#pragma unroll
+  for (int i = 0; i < BN / 8; ++i) {
+    const int c = col_base + 8 * i;
+    if (c >= lim0) s[4 * i + 0] = -INFINITY;
+    if (c + 1 >= lim0) s[4 * i + 1] = -INFINITY;
+    if (c >= lim1) s[4 * i + 2] = -INFINITY;
+    if (c + 1 >= lim1) s[4 * i + 3] = -INFINITY;
+  }
+}
+// P = 2^(S * sl2 - ms) in place, ms0 / ms1 the two rows' max in log2 units; the thread's partial row
+// sums go to sum0, sum1.
+template <int BN>
+__device__ __forceinline__ void exp_tile(float* s, float ms0, float ms1, float sl2, float& sum0, float& sum1) {
+  sum0 = 0.f;
+  sum1 = 0.f;
+#pragma unroll
+  for (int i = 0; i < BN / 8; ++i) {
+    s[4 * i + 0] = ex2(fmaf(s[4 * i + 0], sl2, -ms0));
+    s[4 * i + 1] = ex2(fmaf(s[4 * i + 1], sl2, -ms0));
+    s[4 * i + 2] = ex2(fmaf(s[4 * i + 2], sl2, -ms1));
+    s[4 * i + 3] = ex2(fmaf(s[4 * i + 3], sl2, -ms1));
+    sum0 += s[4 * i + 0] + s[4 * i + 1];
+    sum1 += s[4 * i + 2] + s[4 * i + 3];
+  }
+}
+
 // Online-softmax step on one S tile held in registers (this thread: rows r0 and r0+8, BN/4 cols
 // each). Masks when MASK and turns S into unnormalised P in place. The running max only moves when
 // some row of the warp grew by more than 2^8 (log2 units): P may then reach 256, exact after the
@@ -353,16 +388,7 @@ template <int BN, bool MASK>
 __device__ __forceinline__ bool softmax_tile(float* s, float& m0, float& m1, float& l0, float& l1,
                                              float& sc0, float& sc1, int col_base, int lim0, int lim1,
                                              float sl2) {
-  if (MASK) {
-#pragma unroll
-    for (int i = 0; i < BN / 8; ++i) {
-      const int c = col_base + 8 * i;
-      if (c >= lim0) s[4 * i + 0] = -INFINITY;
-      if (c + 1 >= lim0) s[4 * i + 1] = -INFINITY;
-      if (c >= lim1) s[4 * i + 2] = -INFINITY;
-      if (c + 1 >= lim1) s[4 * i + 3] = -INFINITY;
-    }
-  }
+  if (MASK) mask_tile<BN>(s, col_base, lim0, lim1);
   float mx0 = s[0], mx1 = s[2];
 #pragma unroll
   for (int i = 0; i < BN / 8; ++i) {
@@ -385,16 +411,8 @@ __device__ __forceinline__ bool softmax_tile(float* s, float& m0, float& m1, flo
   }
   const float ms0 = (m0 == -INFINITY) ? 0.f : m0 * sl2;
   const float ms1 = (m1 == -INFINITY) ? 0.f : m1 * sl2;
-  float sum0 = 0.f, sum1 = 0.f;
-#pragma unroll
-  for (int i = 0; i < BN / 8; ++i) {
-    s[4 * i + 0] = ex2(fmaf(s[4 * i + 0], sl2, -ms0));
-    s[4 * i + 1] = ex2(fmaf(s[4 * i + 1], sl2, -ms0));
-    s[4 * i + 2] = ex2(fmaf(s[4 * i + 2], sl2, -ms1));
-    s[4 * i + 3] = ex2(fmaf(s[4 * i + 3], sl2, -ms1));
-    sum0 += s[4 * i + 0] + s[4 * i + 1];
-    sum1 += s[4 * i + 2] + s[4 * i + 3];
-  }
+  float sum0, sum1;
+  exp_tile<BN>(s, ms0, ms1, sl2, sum0, sum1);
   // Per-thread partial row sums; reduced across the quad at the end.
   l0 = grow ? fmaf(l0, sc0, sum0) : l0 + sum0;
   l1 = grow ? fmaf(l1, sc1, sum1) : l1 + sum1;
@@ -410,30 +428,9 @@ __device__ __forceinline__ bool softmax_tile(float* s, float& m0, float& m1, flo
 template <int BN, bool MASK>
 __device__ __forceinline__ bool softmax_fast(float* s, float m0, float m1, float& t0, float& t1, int col_base,
                                              int lim0, int lim1, float sl2) {
-  if (MASK) {
-#pragma unroll
-    for (int i = 0; i < BN / 8; ++i) {
-      const int c = col_base + 8 * i;
-      if (c >= lim0) s[4 * i + 0] = -INFINITY;
-      if (c + 1 >= lim0) s[4 * i + 1] = -INFINITY;
-      if (c >= lim1) s[4 * i + 2] = -INFINITY;
-      if (c + 1 >= lim1) s[4 * i + 3] = -INFINITY;
-    }
-  }
-  const float ms0 = m0 * sl2, ms1 = m1 * sl2;
-  float sum0 = 0.f, sum1 = 0.f;
-#pragma unroll
-  for (int i = 0; i < BN / 8; ++i) {
-    s[4 * i + 0] = ex2(fmaf(s[4 * i + 0], sl2, -ms0));
-    s[4 * i + 1] = ex2(fmaf(s[4 * i + 1], sl2, -ms0));
-    s[4 * i + 2] = ex2(fmaf(s[4 * i + 2], sl2, -ms1));
-    s[4 * i + 3] = ex2(fmaf(s[4 * i + 3], sl2, -ms1));
-    sum0 += s[4 * i + 0] + s[4 * i + 1];
-    sum1 += s[4 * i + 2] + s[4 * i + 3];
-  }
-  t0 = sum0;
-  t1 = sum1;
-  return !(sum0 <= 256.f && sum1 <= 256.f);
+  if (MASK) mask_tile<BN>(s, col_base, lim0, lim1);
+  exp_tile<BN>(s, m0 * sl2, m1 * sl2, sl2, t0, t1);
+  return !(t0 <= 256.f && t1 <= 256.f);
 }
 
 // Tile t -> (batch b, query head h, first query row m0, KV blocks n_max). The producer and the
@@ -481,7 +478,10 @@ __host__ __device__ __forceinline__ uint32_t epi_chunk_offset(uint32_t idx, int 
   return rl * d * 2 + ((c ^ (rl & 7)) << 4);
 }
 
-template <int D, int BN, int STAGES, int NWG, bool PINGPONG>
+// CM: 0 no causal mask, 1 causal, 2 either (read from Params). A fixed CM gives ptxas one kind of
+// loop to schedule: +0.5% at D=128 and D=256; at D=64 the split measured -0.5 to -1%, so D=64
+// keeps CM = 2 (perf.md, stage 6).
+template <int D, int BN, int STAGES, int NWG, bool PINGPONG, int CM>
 __global__ void __launch_bounds__(128 * (NWG + 1), 1)
     fa_fwd_kernel(const __grid_constant__ CUtensorMap tmQ, const __grid_constant__ CUtensorMap tmK,
                   const __grid_constant__ CUtensorMap tmV, const __grid_constant__ CUtensorMap tmO,
@@ -510,12 +510,13 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
   const int num_bh = p.batch * p.heads_q;
   const int num_tiles = p.num_m_blocks * num_bh;
   const int off = p.seqlen_k - p.seqlen_q;  // bottom-right causal alignment
+  const int causal = CM == 2 ? p.causal : CM;
   const int n_total = (p.seqlen_k + BN - 1) / BN;
   // Persistent schedule over tiles t: heads are taken in groups whose K/V fit in L2
   // (p.heads_per_group batch*head entries), and inside a group the query blocks go from the last
   // (heaviest when causal) to the first, heads fastest, so CTAs running together share K/V in L2.
   auto tile_info = [&](int t, int& b, int& h, int& m0, int& n_max) {
-    tile_coords(t, p.num_m_blocks, p.heads_per_group, num_bh, p.heads_q, kBM, BN, n_total, p.causal, off, b, h, m0,
+    tile_coords(t, p.num_m_blocks, p.heads_per_group, num_bh, p.heads_q, kBM, BN, n_total, causal, off, b, h, m0,
                 n_max);
   };
 
@@ -642,7 +643,7 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
   int kv_it = 0, q_it = 0;
   // The 3-warpgroup D=64 kernel measured 2-4% slower with TMA stores (docs/perf.md, stage 2).
   constexpr bool TMA_ST = FAH_TMA_ST && D >= 128 && (L::STAGE_O || L::O_IN_V);
-  constexpr bool LAZY = (D == 64 ? FAH_LAZY64 : D == 128 ? FAH_LAZY128 : FAH_LAZY256) != 0;
+  constexpr bool LAZY = (D == 64 ? FAH_LAZY64 : D == 128 ? FAH_LAZY128 : FAH_LAZY256) != 0 && (CM != 1 || FAH_LZ_CAUSAL);
   bool store_pending = false;  // thread 0 of the warpgroup: a TMA store of O still reads sO
   // Called once the next tile's first GEMM is under way (or it has none): the previous tile's O
   // store has then had time to read sO; for O_IN_V the producer may now load V over it.
@@ -679,8 +680,8 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
     if (n_max > 0) {
       float s[BN / 2];
       uint32_t pf[BN / 4];
-      const int lim0 = p.causal ? min(p.seqlen_k, row0 + off + 1) : p.seqlen_k;
-      const int lim1 = p.causal ? min(p.seqlen_k, row1 + off + 1) : p.seqlen_k;
+      const int lim0 = causal ? min(p.seqlen_k, row0 + off + 1) : p.seqlen_k;
+      const int lim1 = causal ? min(p.seqlen_k, row1 + off + 1) : p.seqlen_k;
       auto gemm_s = [&](int st) {
         wgmma_fence();
         const uint32_t qlo = desc_lo(sQ + cw * 64 * 128, 16), klo = desc_lo(sK + st * L::KV_BYTES, 16);
@@ -703,7 +704,7 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
         wgmma_commit();
       };
       auto softmax = [&](int n, float& sc0, float& sc1) -> bool {
-        const bool need_mask = (n * BN + BN > p.seqlen_k) || (p.causal && n * BN + BN - 1 > m0 + off);
+        const bool need_mask = (n * BN + BN > p.seqlen_k) || (causal && n * BN + BN - 1 > m0 + off);
         if (need_mask)
           return softmax_tile<BN, true>(s, mA, mB, lA, lB, sc0, sc1, n * BN + colq, lim0, lim1, sl2);
         return softmax_tile<BN, false>(s, mA, mB, lA, lB, sc0, sc1, n * BN + colq, lim0, lim1, sl2);
@@ -712,8 +713,8 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
 #pragma unroll
         for (int j = 0; j < BN / 4; ++j) pf[j] = pack_bf16(s[2 * j], s[2 * j + 1]);
       };
-      // Ping-pong: warpgroup cw issues its GEMMs between named_sync(1 + cw) and an arrive on the
-      // other's barrier, so one warpgroup's softmax runs while the other's GEMMs use the tensor
+      // Ping-pong: warpgroup cw issues its GEMMs between named_sync(sched_bar(cw)) and an arrive on
+      // the next one's barrier, so one warpgroup's softmax runs while the other's GEMMs use the tensor
       // cores. Per tile both barriers see as many arrives as syncs.
       auto turn_begin = [&]() { if (PINGPONG) named_sync(sched_bar(cw), 256); };
       auto turn_end = [&]() { if (PINGPONG) named_arrive(sched_bar((cw + 1) % NWG), 256); };
@@ -764,7 +765,7 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
         const bool try_fast = LAZY && fin && it < n_max - 1;
         if (try_fast) {
           float t0, t1;
-          const bool need_mask = (n * BN + BN > p.seqlen_k) || (p.causal && n * BN + BN - 1 > m0 + off);
+          const bool need_mask = (n * BN + BN > p.seqlen_k) || (causal && n * BN + BN - 1 > m0 + off);
           const bool bad = need_mask ? softmax_fast<BN, true>(s, mA, mB, t0, t1, n * BN + colq, lim0, lim1, sl2)
                                      : softmax_fast<BN, false>(s, mA, mB, t0, t1, n * BN + colq, lim0, lim1, sl2);
           if (!named_any(3 + cw, 128, bad)) {
@@ -983,7 +984,7 @@ static int heads_per_group(int num_bh, double kv_bytes_per_qhead, int causal, in
   return num_bh;
 }
 
-template <int D, int BN, int STAGES, int NWG, bool PINGPONG>
+template <int D, int BN, int STAGES, int NWG, bool PINGPONG, int CM = 2>
 static int launch(const void* q, const void* k, const void* v, void* o, float* lse, int batch, int sq, int sk,
                   int hq, int hkv, float scale, int causal, cudaStream_t stream) {
   using L = Layout<D, BN, STAGES, NWG>;
@@ -994,7 +995,7 @@ static int launch(const void* q, const void* k, const void* v, void* o, float* l
     return 4;
   static bool attr_set = false;
   if (!attr_set) {
-    if (cudaFuncSetAttribute(fa_fwd_kernel<D, BN, STAGES, NWG, PINGPONG>, cudaFuncAttributeMaxDynamicSharedMemorySize, L::SMEM) !=
+    if (cudaFuncSetAttribute(fa_fwd_kernel<D, BN, STAGES, NWG, PINGPONG, CM>, cudaFuncAttributeMaxDynamicSharedMemorySize, L::SMEM) !=
         cudaSuccess)
       return 5;
     attr_set = true;
@@ -1015,7 +1016,7 @@ static int launch(const void* q, const void* k, const void* v, void* o, float* l
   p.scale_log2 = scale * 1.4426950408889634f;
   const int64_t tiles = (int64_t)batch * hq * p.num_m_blocks;
   const int grid = (int)(tiles < num_sms() ? tiles : num_sms());
-  fa_fwd_kernel<D, BN, STAGES, NWG, PINGPONG><<<grid, 128 * (NWG + 1), L::SMEM, stream>>>(mq, mk, mv, mo, p);
+  fa_fwd_kernel<D, BN, STAGES, NWG, PINGPONG, CM><<<grid, 128 * (NWG + 1), L::SMEM, stream>>>(mq, mk, mv, mo, p);
   return cudaGetLastError() == cudaSuccess ? 0 : 6;
 }
 
@@ -1044,15 +1045,17 @@ extern "C" int attention_forward(const void* q, const void* k, const void* v, vo
         return fah::launch<64, FAH_BN64, 3, 2, FAH_PP64 != 0>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
       return fah::launch<64, FAH_BN64, 3, FAH_NWG64, FAH_NWG64 == 2 ? FAH_PP64 != 0 : FAH_RR64 != 0>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
     case 128:
-      if (!causal && FAH_BN128NC != FAH_BN128)
-        return fah::launch<128, FAH_BN128NC, FAH_ST128, 2, FAH_PP128>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
-      return fah::launch<128, FAH_BN128, FAH_ST128, 2, FAH_PP128>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
+      if (!causal)
+        return fah::launch<128, FAH_BN128NC, FAH_ST128, 2, FAH_PP128, 0>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
+      return fah::launch<128, FAH_BN128, FAH_ST128, 2, FAH_PP128C, 1>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
     case 256:
       // Short causal D=256: 64-wide KV tiles waste less of the masked diagonal (perf.md, stage 2:
       // 0.96x FA3 at S=1k causal against 0.92x with 80; 80 stays faster everywhere else measured).
       if (causal && seqlen_k <= FAH_SK256_BN64)
-        return fah::launch<256, 64, 2, 2, FAH_PP256>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
-      return fah::launch<256, FAH_BN256, 2, 2, FAH_PP256>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
+        return fah::launch<256, 64, 2, 2, FAH_PP256, 1>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
+      if (causal)
+        return fah::launch<256, FAH_BN256, 2, 2, FAH_PP256, 1>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
+      return fah::launch<256, FAH_BN256, 2, 2, FAH_PP256, 0>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
     default: return 2;
   }
 }
