@@ -13,15 +13,15 @@ The device time a runner reports is a claim. The judge bounds it with its own cl
 cannot start before the judge's cover ends (contexts time-slice), so the judge's wall time for the request
 minus the claimed device time is the same for every honest kernel (round trip, context switch, the
 cover); a candidate whose difference exceeds the trusted initial kernel's by more than the task's slack,
-or whose device work went on after its end event (``drain``), is ``hidden_work``. On a CPU task the
-kernel's own accounting of the runner's CPU time per call bounds the claim more tightly (``cpu_abs_ms``).
+or whose device work went on after its end event (``drain``), is ``hidden_work``, on a second timed run
+when the first was flagged too (:mod:`.second_look`). On a CPU task the kernel's own accounting of the
+runner's CPU time per call bounds the claim more tightly (``cpu_abs_ms``).
 """
 
 from __future__ import annotations
 
 import json
 import math
-import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -35,8 +35,9 @@ from quaere.evaluate.judge_state import JudgeState
 from quaere.evaluate.protocol import CallReply
 from quaere.evaluate.runner_client import RunnerLost, RunnerProcess
 from quaere.evaluate.scenario_buffers import ScenarioBuffers
+from quaere.evaluate.second_look import time_and_judge
 from quaere.evaluate.timed_checks import FullCheckSchedule, check_inputs_kept, check_whole, inputs_print
-from quaere.evaluate.timing import RUNNER_COVER_CYCLES, TimingFailure, time_interleaved, to_timing
+from quaere.evaluate.timing import RUNNER_COVER_CYCLES, Run, TimingFailure, to_timing
 from quaere.records import Scenario, Timing, TimingStatus, Verdict
 from quaere.task.contract import ComparisonUnavailable, Sample
 from quaere.task.spec import TimingRule
@@ -269,15 +270,26 @@ def time_scenario(state: JudgeState, scenario: Scenario, seed: int, rule: Rule, 
     settled: dict[str, Timing] = {}
     try:
         impls = _prepare(ctx, comparisons, natives, settled)
-        runs = time_interleaved(impls, timing, random.Random(seed), bounded=UNTRUSTED)
+
+        def judge(runs: list[Run]) -> dict[str, str]:
+            flags = {}
+            for run in runs:
+                native = natives.get(run.name)
+                if native is not None and not run.failure:
+                    reference = natives.get("initial") if run.name in UNTRUSTED else None
+                    why = hidden_work(native.calls, reference.calls if reference else None, timing)
+                    if why:
+                        flags[run.name] = why
+            return flags
+
+        def reset() -> None:
+            for native in natives.values():
+                native.calls = CallTimes()
+
+        runs = time_and_judge(impls, timing, seed, UNTRUSTED, judge, reset)
         flops = float(module.flops(scenario))
         for run in runs:
             native = natives.get(run.name)
-            if native is not None and not run.failure:
-                reference = natives.get("initial") if run.name in UNTRUSTED else None
-                why = hidden_work(native.calls, reference.calls if reference else None, timing)
-                if why:
-                    run.failure, run.status = why, TimingStatus.HIDDEN_WORK
             settled[run.name] = to_timing(run, flops)
             calls = native.calls if native is not None else None
             if calls is not None and calls.claims_ms:

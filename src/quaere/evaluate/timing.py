@@ -297,12 +297,14 @@ def _plans(runs: list[Run], rule: TimingRule, counter: Iterator[int], bounded: C
 
 
 def time_interleaved(impls: list[Repeatable], rule: TimingRule, rng: random.Random,
-                     bounded: Collection[str] = ()) -> list[Run]:
+                     bounded: Collection[str] = (), first_index: int = 0) -> list[Run]:
     """Runs of ``impls`` (same order) with samples or a failure, following ``rule``. The implementations
     named in ``bounded`` (the candidate) get fewer repetitions when they are far slower than the trusted
-    others (:data:`SLOW_ALLOWANCE`); the trusted ones always get the rule's count."""
+    others (:data:`SLOW_ALLOWANCE`); the trusted ones always get the rule's count. Repetition indices
+    (each one's inputs) start at ``first_index``: a second run over the same implementations passes one
+    past the first's, so that no input repeats."""
     runs = [Run(impl) for impl in impls]
-    counter = iter(range(1 << 62))  # every repetition, warm-up included, gets its own index (its inputs)
+    counter = iter(range(first_index, 1 << 62))  # every repetition, warm-up included, gets its own index
     plans = _plans(runs, rule, counter, bounded)
     plan = {name: stats.split_into_rounds(p.reps, rule.rounds) for name, p in plans.reps.items()}
     for round_index in range(rule.rounds):
