@@ -64,6 +64,9 @@ def test_fa_initial_kernel_passes_every_scenario_and_is_timed(fa_task, tmp_path:
         cells = [f"{t.impl} {t.median_ms:.3f} ms ({relative_spread(t.samples_ms):.1%})"
                  if t.status is TimingStatus.MEASURED else f"{t.impl} {t.status.value}" for t in bench.timings]
         print(f"  {bench.scenario_id}: " + ", ".join(cells))
+        for t in bench.timings:
+            if t.detail:  # a failure's reason, or a note such as a second timed run's
+                print(f"    {t.impl}: {t.detail[:400]}")
     assert evaluation.correct, [(v.scenario_id, v.verdict.value, v.detail[:200]) for v in evaluation.failing()]
     assert all(b.timing("candidate").status is TimingStatus.MEASURED for b in evaluation.benchmarks)
     assert read_ledger(tmp_path / "ledger.jsonl").problems == ()
