@@ -2,9 +2,9 @@
 claim cannot be believed.
 
 The clock bounds (:mod:`quaere.evaluate.clock_bound`) compare what the judge measured around each call with
-what the runner claimed. On the H200 an honest kernel's statistic moved past the 50 us slack once in 26
-configurations (the trusted initial kernel timed as the candidate, 2026-12-02: ``docs/security.md``): host
-noise that hits one run. A forged claim or hidden work shifts every run. So a flag leads to a second
+what the runner claimed. On the H200 the trusted initial kernel, timed as the candidate, was flagged on 2 of
+26 configurations in one run and on none in the next (2026-12-02, ``docs/security.md``): noise that hits
+one run, inferred. A forged claim or hidden work shifts every run. So a flag leads to a second
 interleaved run of every implementation that did not fail outright, on inputs the first run never used,
 and the verdict and the reported samples are the second run's alone. An implementation that forges only
 in the first run gains nothing (its samples are dropped); one that forges in the second is judged there
