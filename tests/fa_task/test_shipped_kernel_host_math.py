@@ -4,7 +4,9 @@
 `kernels/flash_attention_hopper.cu` and check, with no GPU, the functions the kernel's correctness and
 schedule rest on: every query tile handed out exactly once, the KV blocks each tile visits, the causal
 head groups' last group large enough to keep the SMs busy to the end, the epilogue's shared-memory maps,
-the wgmma descriptors issued as a base plus constant offsets (equal to the whole descriptor everywhere).
+the wgmma descriptors issued as a base plus constant offsets (equal to the whole descriptor everywhere);
+`bench/kernel/sched_sim.cu` models the causal schedule's idle tail from the real tile order, and checks that
+its model runs every tile once.
 A change to the kernel file that breaks one of them fails here, in CI, before any device run.
 """
 
@@ -17,7 +19,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PROGRAMS = ["tile_math_test", "epilogue_map_test", "desc_test"]
+PROGRAMS = ["tile_math_test", "epilogue_map_test", "desc_test", "sched_sim"]
 
 
 @pytest.mark.parametrize("name", PROGRAMS)
