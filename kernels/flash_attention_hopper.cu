@@ -50,6 +50,15 @@
 #ifndef FAH_LZ_CAUSAL  // 1: softmax_fast in the causal kernels too (CM = 1; -1 to -2.4% on MHA, perf.md stage 6)
 #define FAH_LZ_CAUSAL 0
 #endif
+#ifndef FAH_LZ_GQA  // 1: causal D=128 with grouped K/V heads runs the CM = 3 kernel (softmax_fast)
+#define FAH_LZ_GQA 0
+#endif
+#ifndef FAH_ONEGROUP_SK_C  // causal with at most this many keys: all heads in one scheduling group
+#define FAH_ONEGROUP_SK_C 0
+#endif
+#ifndef FAH_PROBE  // 1: each CTA records its start, its producer's end and its consumers' end (diagnosis)
+#define FAH_PROBE 0
+#endif
 #ifndef FAH_KAHEAD_D  // head dims from this one up: the producer loads block it+1's K before block it's V
 #define FAH_KAHEAD_D 256
 #endif
@@ -478,7 +487,18 @@ __host__ __device__ __forceinline__ uint32_t epi_chunk_offset(uint32_t idx, int 
   return rl * d * 2 + ((c ^ (rl & 7)) << 4);
 }
 
-// CM: 0 no causal mask, 1 causal, 2 either (read from Params). A fixed CM gives ptxas one kind of
+#if FAH_PROBE
+// Per CTA: {start, producer done, consumers done (max), tiles | KV blocks << 32}, %globaltimer ns.
+__device__ unsigned long long g_probe[4 * 1024];
+__device__ __forceinline__ unsigned long long globaltimer() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(t));
+  return t;
+}
+#endif
+
+// CM: 0 no causal mask, 1 causal, 2 either (read from Params), 3 causal with softmax_fast whatever
+// FAH_LZ_CAUSAL says (the GQA kernel, FAH_LZ_GQA). A fixed CM gives ptxas one kind of
 // loop to schedule: +0.5% at D=128 and D=256; at D=64 the split measured -0.5 to -1%, so D=64
 // keeps CM = 2 (perf.md, stage 6).
 template <int D, int BN, int STAGES, int NWG, bool PINGPONG, int CM>
@@ -510,7 +530,7 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
   const int num_bh = p.batch * p.heads_q;
   const int num_tiles = p.num_m_blocks * num_bh;
   const int off = p.seqlen_k - p.seqlen_q;  // bottom-right causal alignment
-  const int causal = CM == 2 ? p.causal : CM;
+  const int causal = CM == 2 ? p.causal : CM != 0;
   const int n_total = (p.seqlen_k + BN - 1) / BN;
   // Persistent schedule over tiles t: heads are taken in groups whose K/V fit in L2
   // (p.heads_per_group batch*head entries), and inside a group the query blocks go from the last
@@ -538,6 +558,10 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
     }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+#if FAH_PROBE
+    g_probe[4 * blockIdx.x + 0] = globaltimer();
+    g_probe[4 * blockIdx.x + 2] = 0ull;
+#endif
   }
   __syncthreads();
 
@@ -623,6 +647,10 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
           }
         }
       }
+#if FAH_PROBE
+      g_probe[4 * blockIdx.x + 1] = globaltimer();
+      g_probe[4 * blockIdx.x + 3] = (unsigned long long)(q_it - 1) | ((unsigned long long)kv_it << 32);
+#endif
       // The last CTA to finish resets the counters for the next launch on this stream.
       __threadfence();
       if (atomicAdd(&p.sched[1], 1u) == gridDim.x - 1) {
@@ -907,6 +935,9 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
     }
   }
   if (TMA_ST && t128 == 0 && store_pending) bulk_wait_all();  // shared memory must outlive the last store
+#if FAH_PROBE
+  if (t128 == 0) atomicMax(&g_probe[4 * blockIdx.x + 2], globaltimer());
+#endif
 }
 
 // ---------------------------------------------------------------- host side
@@ -1011,7 +1042,9 @@ static int launch(const void* q, const void* k, const void* v, void* o, float* l
   p.group = hq / hkv;
   p.causal = causal ? 1 : 0;
   p.num_m_blocks = (sq + kBM - 1) / kBM;
-  p.heads_per_group = heads_per_group(batch * hq, 4.0 * sk * D / (hq / hkv), causal, p.num_m_blocks, num_sms());
+  p.heads_per_group = causal && sk <= FAH_ONEGROUP_SK_C
+                          ? batch * hq
+                          : heads_per_group(batch * hq, 4.0 * sk * D / (hq / hkv), causal, p.num_m_blocks, num_sms());
   p.scale = scale;
   p.scale_log2 = scale * 1.4426950408889634f;
   const int64_t tiles = (int64_t)batch * hq * p.num_m_blocks;
@@ -1047,6 +1080,10 @@ extern "C" int attention_forward(const void* q, const void* k, const void* v, vo
     case 128:
       if (!causal)
         return fah::launch<128, FAH_BN128NC, FAH_ST128, 2, FAH_PP128, 0>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
+#if FAH_LZ_GQA
+      if (heads_q != heads_kv)
+        return fah::launch<128, FAH_BN128, FAH_ST128, 2, FAH_PP128C, 3>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
+#endif
       return fah::launch<128, FAH_BN128, FAH_ST128, 2, FAH_PP128C, 1>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
     case 256:
       // Short causal D=256: 64-wide KV tiles waste less of the masked diagonal (perf.md, stage 2:
@@ -1059,3 +1096,11 @@ extern "C" int attention_forward(const void* q, const void* k, const void* v, vo
     default: return 2;
   }
 }
+
+#if FAH_PROBE
+// Copies the last launch's per-CTA records (4 per CTA, see g_probe) into host memory; 0 on success.
+extern "C" int fah_probe_read(unsigned long long* dst, int n) {
+  if (n < 0 || n > 4 * 1024) return 1;
+  return cudaMemcpyFromSymbol(dst, fah::g_probe, sizeof(unsigned long long) * n) == cudaSuccess ? 0 : 1;
+}
+#endif
