@@ -38,6 +38,9 @@
 #ifndef FAH_PP128C  // the same, causal D=128
 #define FAH_PP128C 0
 #endif
+#ifndef FAH_PP128C_SK  // causal D=128 with at most this many keys: ping-pong turns whatever FAH_PP128C says
+#define FAH_PP128C_SK 0
+#endif
 #ifndef FAH_LAZY64  // 1: skip the row max on blocks where no P can exceed 2^8 (softmax_fast), D=64
 #define FAH_LAZY64 0
 #endif
@@ -1080,6 +1083,10 @@ extern "C" int attention_forward(const void* q, const void* k, const void* v, vo
     case 128:
       if (!causal)
         return fah::launch<128, FAH_BN128NC, FAH_ST128, 2, FAH_PP128, 0>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
+#if FAH_PP128C_SK > 0
+      if (seqlen_k <= FAH_PP128C_SK)
+        return fah::launch<128, FAH_BN128, FAH_ST128, 2, true, 1>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
+#endif
 #if FAH_LZ_GQA
       if (heads_q != heads_kv)
         return fah::launch<128, FAH_BN128, FAH_ST128, 2, FAH_PP128C, 3>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);

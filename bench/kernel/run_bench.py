@@ -33,7 +33,8 @@ CHECK_SHAPES = [
     (1, 300, 77, 2, 2), (1, 77, 300, 2, 2), (3, 200, 257, 8, 8), (1, 2047, 2047, 2, 2),
     (2, 513, 1500, 4, 2),
 ]
-BIG_CHECKS = [(1, 16384, 16384, 1, 1, 128, 1), (1, 4096, 16384, 2, 1, 64, 0), (1, 16384, 5000, 1, 1, 256, 1)]
+BIG_CHECKS = [(1, 16384, 16384, 1, 1, 128, 1), (1, 4096, 16384, 2, 1, 64, 0), (1, 16384, 5000, 1, 1, 256, 1),
+              (1, 3000, 3000, 8, 2, 128, 1)]  # the last: causal D=128 GQA past the ping-pong length
 # (batch, seqlen_q, seqlen_k, heads_q, heads_kv, head_dim, causal, scale or None): the evaluator's
 # failures of kernel 8da1bce (two hangs, 16 rows never written), all causal Sq > Sk, where whole
 # query tiles see no key; then a sweep of such shapes over head dims, batch 1-3 and GQA 4:1.
