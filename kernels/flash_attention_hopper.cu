@@ -59,6 +59,12 @@
 #ifndef FAH_ONEGROUP_SK_C  // causal with at most this many keys: all heads in one scheduling group
 #define FAH_ONEGROUP_SK_C 0
 #endif
+#ifndef FAH_SPLIT  // non-causal D=128: the last wave's tiles split in up to this many KV ranges (1: never)
+#define FAH_SPLIT 1
+#endif
+#ifndef FAH_SPLIT_OVH  // a split piece's fixed cost in tenths of a KV block (Q load, pipeline fill, partials)
+#define FAH_SPLIT_OVH 15
+#endif
 #ifndef FAH_PROBE  // 1: each CTA records its start, its producer's end and its consumers' end (diagnosis)
 #define FAH_PROBE 0
 #endif
@@ -182,6 +188,11 @@ __device__ __forceinline__ void bulk_wait_all() { asm volatile("cp.async.bulk.wa
 __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 __device__ __forceinline__ void st_shared(uint32_t addr, int v) {
   asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
+}
+__device__ __forceinline__ int ld_shared(uint32_t addr) {
+  int v;
+  asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(v) : "r"(addr) : "memory");
+  return v;
 }
 __device__ __forceinline__ uint4 ld_shared_v4(uint32_t addr) {
   uint4 v;
@@ -340,6 +351,12 @@ struct Params {
   int batch, seqlen_q, seqlen_k, heads_q, group;  // group = heads_q / heads_kv
   int causal, num_m_blocks, heads_per_group;
   float scale, scale_log2;
+  // Split tail (FAH_SPLIT): tiles from full_tiles on are each cut into split_k KV ranges ("pieces",
+  // scheduled after the whole tiles); every piece leaves its unnormalised O, row max and row sum in
+  // part, and the last of a tile's pieces to finish (split_cnt) combines them and writes O and LSE.
+  int full_tiles, split_k;
+  float4* part;
+  unsigned int* split_cnt;
 };
 
 // A CTA has one producer warpgroup and NWG consumer warpgroups of 64 query rows each.
@@ -349,7 +366,8 @@ struct Layout {
   static constexpr int Q_BYTES = BM * D * 2;
   static constexpr int KV_BYTES = BN * D * 2;  // one K (or V) stage
   static constexpr int BAR_OFF = Q_BYTES + 2 * STAGES * KV_BYTES;
-  static constexpr int BAR_END = BAR_OFF + 8 * (5 + 4 * STAGES);  // + 16-byte tile slot, O-free barrier
+  // + 16-byte tile slot, O-free barrier (8 + 8 padding), a second 16-byte slot and a flag (split tail)
+  static constexpr int BAR_END = BAR_OFF + 8 * (5 + 4 * STAGES) + 40;
   // O is staged per warpgroup (64 rows x D, 16-byte chunks XOR-swizzled by row) so that it leaves
   // in full 16-byte stores; only where it fits next to Q and the K/V ring (not head dim 256).
   static constexpr int O_OFF = (BAR_END + 1023) & ~1023;
@@ -468,6 +486,13 @@ __host__ __device__ __forceinline__ void tile_coords(int t, int num_m_blocks, in
   }
 }
 
+// Split tail: piece q of k of a tile with n KV blocks covers blocks [lo, hi); the k pieces cover
+// [0, n) once, each non-empty when k <= n (split_pieces never picks k > n).
+__host__ __device__ __forceinline__ void piece_range(int n, int q, int k, int& lo, int& hi) {
+  lo = (int)((int64_t)n * q / k);
+  hi = (int)((int64_t)n * (q + 1) / k);
+}
+
 // Staged epilogue (head dims <= 128): byte offsets inside one warpgroup's O buffer (64 rows of
 // 2*D bytes). epi_pair_offset: consumer thread t's bf16 pair i (columns 8i + 2(t%4), +1 of its
 // row (t/32)*16 + (t%32)/4, plus 8 for half 1), as the wgmma accumulator holds it.
@@ -500,6 +525,56 @@ __device__ __forceinline__ unsigned long long globaltimer() {
 }
 #endif
 
+// Split tail, after a piece's last P V: leave this thread's unnormalised O, row maxima and partial
+// row sums in the piece's slot of p.part, count the piece on its tile (one thread, after a fence and
+// the consumers' barrier 11), and return whether this CTA finished the tile's last piece. If so, the
+// other pieces' partials have been merged into o/m/l (each rescaled to the larger max, as the online
+// softmax would) and the caller writes O and LSE as for a whole tile; otherwise it writes nothing.
+template <int D, int NWG>
+__device__ __forceinline__ bool split_combine(const Params& p, float* o, float& mA, float& mB, float& lA, float& lB,
+                                              int sj, int sq, int cw, int t128, uint32_t flag, float sl2) {
+  constexpr int NV = D / 8 + 1;  // float4s per thread: O, then {mA, mB, lA, lB}; [piece][wg][NV][128]
+  auto piece = [&](int q) { return p.part + ((size_t)(sj * p.split_k + q) * NWG + cw) * NV * 128 + t128; };
+  float4* mine = piece(sq);
+#pragma unroll
+  for (int i = 0; i < D / 8; ++i) __stcg(mine + i * 128, make_float4(o[4 * i], o[4 * i + 1], o[4 * i + 2], o[4 * i + 3]));
+  __stcg(mine + (D / 8) * 128, make_float4(mA, mB, lA, lB));
+  __threadfence();  // visible GPU-wide before the tile's counter moves
+  named_sync(11, 128 * NWG);
+  if (cw == 0 && t128 == 0) {
+    const unsigned int old = atomicAdd(&p.split_cnt[sj], 1u);
+    __threadfence();  // the other pieces' partials, counted before this add, are read after it
+    const int last = old == (unsigned int)p.split_k - 1u;
+    if (last) atomicExch(&p.split_cnt[sj], 0u);  // every piece has counted: zero for the next launch
+    st_shared(flag, last);
+  }
+  named_sync(11, 128 * NWG);
+  if (!ld_shared(flag)) return false;
+  __threadfence();
+  for (int q = 0; q < p.split_k; ++q) {
+    if (q == sq) continue;
+    const float4* src = piece(q);
+    const float4 ml = __ldcg(src + (D / 8) * 128);
+    const float nA = fmaxf(mA, ml.x), nB = fmaxf(mB, ml.y);
+    // A max of -inf (no visible key) weighs 0, never exp2(-inf - -inf).
+    const float a0 = mA == -INFINITY ? 0.f : ex2((mA - nA) * sl2), a1 = ml.x == -INFINITY ? 0.f : ex2((ml.x - nA) * sl2);
+    const float b0 = mB == -INFINITY ? 0.f : ex2((mB - nB) * sl2), b1 = ml.y == -INFINITY ? 0.f : ex2((ml.y - nB) * sl2);
+#pragma unroll
+    for (int i = 0; i < D / 8; ++i) {
+      const float4 v = __ldcg(src + i * 128);
+      o[4 * i + 0] = o[4 * i + 0] * a0 + v.x * a1;
+      o[4 * i + 1] = o[4 * i + 1] * a0 + v.y * a1;
+      o[4 * i + 2] = o[4 * i + 2] * b0 + v.z * b1;
+      o[4 * i + 3] = o[4 * i + 3] * b0 + v.w * b1;
+    }
+    lA = lA * a0 + ml.z * a1;
+    lB = lB * b0 + ml.w * b1;
+    mA = nA;
+    mB = nB;
+  }
+  return true;
+}
+
 // CM: 0 no causal mask, 1 causal, 2 either (read from Params), 3 causal with softmax_fast whatever
 // FAH_LZ_CAUSAL says (the GQA kernel, FAH_LZ_GQA). A fixed CM gives ptxas one kind of
 // loop to schedule: +0.5% at D=128 and D=256; at D=64 the split measured -0.5 to -1%, so D=64
@@ -529,9 +604,15 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
   // (decoded once by the producer: the divisions cost the consumers ~5% at S=512).
   const uint32_t tile_slot = bar + 16 + 8 * 4 * STAGES;
   const uint32_t barOFree = tile_slot + 16;  // O_IN_V: the consumers have read O back out of the V ring
+  const uint32_t tile_slot2 = tile_slot + 32;  // SPLIT: {first KV block past the range, tile j or -1, piece, 0}
+  const uint32_t split_flag = tile_slot + 48;  // SPLIT: 1 when this CTA finished the last piece of its tile
+  // The split tail is for non-causal D=128 only (STAGE_O there: no O-in-V hand-off to keep).
+  constexpr bool SPLIT = FAH_SPLIT > 1 && CM == 0 && D == 128 && L::STAGE_O;
 
   const int num_bh = p.batch * p.heads_q;
   const int num_tiles = p.num_m_blocks * num_bh;
+  // Work units: the whole tiles, then split_k pieces of each remaining tile.
+  const int num_units = SPLIT ? p.full_tiles + (num_tiles - p.full_tiles) * p.split_k : num_tiles;
   const int off = p.seqlen_k - p.seqlen_q;  // bottom-right causal alignment
   const int causal = CM == 2 ? p.causal : CM != 0;
   const int n_total = (p.seqlen_k + BN - 1) / BN;
@@ -581,16 +662,39 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
       int kv_it = 0, q_it = 0, kt = 0;  // kt: tiles with keys issued so far
       int tile = blockIdx.x;
       int b = 0, h = 0, m0 = 0, n_max = 0;
-      if (tile < num_tiles) tile_info(tile, b, h, m0, n_max);
+      int n_top = 0, sj = -1, sq = 0;  // SPLIT: the KV range's end, the split tile and the piece
+      // Unit u -> its tile's coordinates and KV range [n_top - n_max, n_top) (n_max blocks).
+      auto unit_info = [&](int u) {
+        if (!SPLIT) {
+          tile_info(u, b, h, m0, n_max);
+          return;
+        }
+        sj = -1;
+        sq = 0;
+        if (u >= p.full_tiles) {
+          const int v = u - p.full_tiles;
+          sj = v / p.split_k;
+          sq = v - sj * p.split_k;
+          tile_info(p.full_tiles + sj, b, h, m0, n_max);
+          int lo;
+          piece_range(n_max, sq, p.split_k, lo, n_top);
+          n_max = n_top - lo;
+        } else {
+          tile_info(u, b, h, m0, n_max);
+          n_top = n_max;
+        }
+      };
+      if (tile < num_units) unit_info(tile);
       while (true) {
         mbar_wait(barQEmpty, (q_it & 1) ^ 1);
         ++q_it;
-        if (tile >= num_tiles) {
+        if (tile >= num_units) {
           st_shared_v4(tile_slot, -1, 0, 0, 0);
           mbar_arrive(barQ);
           break;
         }
         st_shared_v4(tile_slot, b, h, m0, n_max);
+        if (SPLIT) st_shared_v4(tile_slot2, n_top, sj, sq, 0);
         if (n_max <= 0) {
           mbar_arrive(barQ);
         } else {
@@ -606,7 +710,7 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
           mbar_expect_tx(barFullK(s), L::KV_BYTES);
 #pragma unroll
           for (int c = 0; c < DC; ++c)
-            tma_load_4d(sK + s * L::KV_BYTES + c * BN * 128, &tmK, barFullK(s), c * 64, hkv, (n_max - 1 - it) * BN, b);
+            tma_load_4d(sK + s * L::KV_BYTES + c * BN * 128, &tmK, barFullK(s), c * 64, hkv, ((SPLIT ? n_top : n_max) - 1 - it) * BN, b);
         };
         auto load_v = [&](int it) {
           const int g = kv_it + it, s = g % STAGES;
@@ -615,7 +719,7 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
           mbar_expect_tx(barFullV(s), L::KV_BYTES);
 #pragma unroll
           for (int c = 0; c < DC; ++c)
-            tma_load_4d(sV + s * L::KV_BYTES + c * BN * 128, &tmV, barFullV(s), c * 64, hkv, (n_max - 1 - it) * BN, b);
+            tma_load_4d(sV + s * L::KV_BYTES + c * BN * 128, &tmV, barFullV(s), c * 64, hkv, ((SPLIT ? n_top : n_max) - 1 - it) * BN, b);
         };
         if (D >= FAH_KAHEAD_D) {
           // In the consumers' order: block it+1's K (its S GEMM comes first) before block it's V.
@@ -633,8 +737,8 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
         kv_it += n_max;
         kt += n_max > 0;
         tile = gridDim.x + (int)atomicAdd(&p.sched[0], 1u);
-        if (tile < num_tiles) {
-          tile_info(tile, b, h, m0, n_max);
+        if (tile < num_units) {
+          unit_info(tile);
           // Q is loaded only once this tile's Q is released; warm L2 with it (and the first K/V
           // block) now, so that the load then comes from L2 and not HBM.
           constexpr int PF = D == 64 ? FAH_PREFETCH64 : FAH_PREFETCH;
@@ -643,8 +747,8 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
             for (int c = 0; c < DC; ++c) {
               tma_prefetch_4d(&tmQ, c * 64, h, m0, b);
               if (PF > 1) {
-                tma_prefetch_4d(&tmK, c * 64, h / p.group, (n_max - 1) * BN, b);
-                tma_prefetch_4d(&tmV, c * 64, h / p.group, (n_max - 1) * BN, b);
+                tma_prefetch_4d(&tmK, c * 64, h / p.group, ((SPLIT ? n_top : n_max) - 1) * BN, b);
+                tma_prefetch_4d(&tmV, c * 64, h / p.group, ((SPLIT ? n_top : n_max) - 1) * BN, b);
               }
             }
           }
@@ -692,6 +796,9 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
     const uint4 ti = ld_shared_v4(tile_slot);
     const int b = (int)ti.x, h = (int)ti.y, m0 = (int)ti.z, n_max = (int)ti.w;
     if (b < 0) break;
+    // SPLIT: this unit's KV range is [n_top - n_max, n_top); sj >= 0 for a piece of split tile sj.
+    const uint4 ti2 = SPLIT ? ld_shared_v4(tile_slot2) : make_uint4(0u, 0xffffffffu, 0u, 0u);
+    const int n_top = SPLIT ? (int)ti2.x : n_max, sj = (int)ti2.y, sq = (int)ti2.z;
     if (n_max <= 0) {
       finish_store();
       // Nothing loaded for this tile: each warp releases the slot as soon as all its lanes have
@@ -770,12 +877,12 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
           if (lane == 0) mbar_arrive(barQEmpty);
         }
         float sc0, sc1;
-        softmax(n_max - 1, sc0, sc1);  // O is still zero: nothing to rescale
+        softmax(n_top - 1, sc0, sc1);  // O is still zero: nothing to rescale
         convert_p();
         if (LAZY) fin = !named_any(3 + cw, 128, mA == -INFINITY || mB == -INFINITY);
       }
       for (int it = 1; it < n_max; ++it) {
-        const int n = n_max - 1 - it;
+        const int n = n_top - 1 - it;
         const int g = kv_it + it;
         const int st = g % STAGES, pst = (g - 1) % STAGES;
         mbar_wait(barFullK(st), (g / STAGES) & 1);
@@ -850,6 +957,7 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
       kv_it += n_max;
     }
     ++q_it;
+    if (SPLIT && sj >= 0 && !split_combine<D, NWG>(p, o, mA, mB, lA, lB, sj, sq, cw, t128, split_flag, sl2)) continue;
 
     // Epilogue: finish the row sums across the quad, normalise, write O and LSE.
     lA += __shfl_xor_sync(0xffffffff, lA, 1);
@@ -976,6 +1084,37 @@ static bool make_map(CUtensorMap* map, const void* ptr, int d, int heads, int se
 
 __device__ unsigned int g_sched[2] = {0u, 0u};  // zero between launches (the last CTA resets it)
 
+#if FAH_SPLIT > 1
+constexpr int kSplitTiles = 256, kSplitPieces = 400;
+__device__ float4 g_part[(size_t)kSplitPieces * 2 * (128 / 8 + 1) * 128];  // 27.9 MB: D=128, 2 warpgroups
+__device__ unsigned int g_split_cnt[kSplitTiles];  // zero between launches (each tile's last piece resets it)
+#endif
+
+// Split tail: T tiles on C CTAs leave a last wave of T mod C tiles, and the other SMs idle for a whole
+// tile (non-causal D=128 at the 26 configurations: 2048 tiles on 132 SMs, 15.5 tiles of work per CTA
+// done in 16; per-CTA exit times put the idle at 2.7% of the launch, perf.md stage 7). Cut into k KV
+// ranges, those tiles take ceil(rest*k/C) waves of n/k blocks plus a piece's fixed cost; halves cannot
+// help when rest > C/2 (2048/132: 31.03 halves per CTA, still 16 tiles). Returns the k (1: no split)
+// with the shortest modelled tail, within the partial buffer's capacity.
+[[maybe_unused]] static int split_pieces(int64_t tiles, int ctas, int n_blocks) {
+  if (FAH_SPLIT <= 1 || tiles <= ctas || tiles % ctas == 0) return 1;
+  const int rest = (int)(tiles % ctas);
+  int best = 1;
+  double best_blocks = n_blocks;
+  for (int k = 2; k <= FAH_SPLIT && k <= n_blocks; ++k) {
+    const int waves = (rest * k + ctas - 1) / ctas;
+    const double blocks = waves * ((n_blocks + k - 1) / k + FAH_SPLIT_OVH / 10.0);
+    if (blocks < best_blocks) {
+      best_blocks = blocks;
+      best = k;
+    }
+  }
+#if FAH_SPLIT > 1
+  if (rest > kSplitTiles || rest * best > kSplitPieces) return 1;
+#endif
+  return best;
+}
+
 static int num_sms() {
   static int n = 0;
   if (n == 0) {
@@ -1052,6 +1191,22 @@ static int launch(const void* q, const void* k, const void* v, void* o, float* l
   p.scale_log2 = scale * 1.4426950408889634f;
   const int64_t tiles = (int64_t)batch * hq * p.num_m_blocks;
   const int grid = (int)(tiles < num_sms() ? tiles : num_sms());
+  p.full_tiles = (int)tiles;
+  p.split_k = 1;
+  p.part = nullptr;
+  p.split_cnt = nullptr;
+#if FAH_SPLIT > 1
+  if (CM == 0 && D == 128 && L::STAGE_O && NWG == 2) {
+    const int k = split_pieces(tiles, grid, (sk + BN - 1) / BN);
+    if (k > 1) {
+      if (cudaGetSymbolAddress(reinterpret_cast<void**>(&p.part), g_part) != cudaSuccess ||
+          cudaGetSymbolAddress(reinterpret_cast<void**>(&p.split_cnt), g_split_cnt) != cudaSuccess)
+        return 7;
+      p.full_tiles = (int)(tiles - tiles % grid);
+      p.split_k = k;
+    }
+  }
+#endif
   fa_fwd_kernel<D, BN, STAGES, NWG, PINGPONG, CM><<<grid, 128 * (NWG + 1), L::SMEM, stream>>>(mq, mk, mv, mo, p);
   return cudaGetLastError() == cudaSuccess ? 0 : 6;
 }

@@ -51,6 +51,11 @@ MASKED_CHECKS = [
 # causal and not, every head dim.
 SHARP_CHECKS = [(1, 300, 1000, 4, 2, d, c, 4.0) for d in (64, 128, 256) for c in (0, 1)] + [
     (2, 129, 2047, 4, 1, d, 1, 10.0) for d in (64, 128, 256)]
+# Split tail (kernel FAH_SPLIT > 1): non-causal D=128 shapes whose last wave is cut into 2 or 3 KV ranges
+# (132 CTAs), with a partial last key block, GQA, batches, a sharp softmax; each twice in a row, so that
+# a second launch finds the per-tile counters zeroed by the first.
+SPLIT_CHECKS = [(2, 3000, 2900, 12, 4, 128, 0, None), (1, 2000, 8000, 100, 20, 128, 0, None),
+                (3, 700, 5000, 8, 2, 128, 0, None), (1, 1100, 3000, 16, 4, 128, 0, 10.0)]
 HANG_S = 60.0  # a case that has not finished by then is reported as a hang (the evaluator's limit)
 
 
@@ -201,6 +206,7 @@ def check_cases(big: bool) -> list[tuple]:
     cases += [(*c, None) for c in BIG_CHECKS] if big else []
     cases += MASKED_CHECKS + SHARP_CHECKS
     cases += [MASKED_CHECKS[0]]  # again right after the others: a second launch must be right too
+    cases += [c for c in SPLIT_CHECKS for _ in range(2)]
     cases += [(2, 333, 444, 4, 2, 128, 1, 0.37)]
     return cases
 

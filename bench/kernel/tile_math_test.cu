@@ -148,7 +148,34 @@ void check_shape(const Shape& s, int d, std::mt19937& rng) {
 
 }  // namespace
 
+// 7. split tail: the pieces of a tile cover its KV blocks once, none empty, for every k split_pieces
+// may pick (k <= n); and split_pieces' choice for the non-causal D=128 configurations (2048 tiles on
+// 132 CTAs) is a real split whose modelled tail beats the unsplit one, or no split where no k helps.
+void check_split() {
+  for (int n = 1; n <= 300; ++n)
+    for (int k = 1; k <= n && k <= 8; ++k) {
+      int next = 0;
+      for (int q = 0; q < k; ++q) {
+        int lo, hi;
+        fah::piece_range(n, q, k, lo, hi);
+        EXPECT(lo == next && hi > lo && hi <= n, "n=%d k=%d piece %d: [%d, %d)", n, k, q, lo, hi);
+        next = hi;
+      }
+      EXPECT(next == n, "n=%d k=%d: pieces end at %d", n, k, next);
+    }
+  EXPECT(fah::split_pieces(132, 132, 32) == 1 && fah::split_pieces(264, 132, 32) == 1 &&
+             fah::split_pieces(100, 132, 32) == 1,
+         "no split when the tiles fill whole waves or one partial wave");
+  for (int n : {4, 8, 16, 32, 64, 128}) {
+    const int k = fah::split_pieces(2048, 132, n);
+    EXPECT(k >= 1 && k <= (FAH_SPLIT > 1 ? FAH_SPLIT : 1) && k <= n, "2048 tiles, %d blocks: k=%d", n, k);
+    std::printf("split_pieces(2048 tiles, 132 CTAs, %d blocks) = %d\n", n, k);
+  }
+  if (FAH_SPLIT >= 3) EXPECT(fah::split_pieces(2048, 132, 32) == 3, "S=4k non-causal D=128 should split in 3");
+}
+
 int main() {
+  check_split();
   std::vector<Shape> shapes = {
       {6, 2047, 129, 12, 3, 1},    {7, 2047, 129, 16, 2, 1},  {1, 16384, 4097, 4, 1, 1}, {1, 1, 1, 2, 2, 1},
       {1, 1, 1000, 2, 2, 1},       {1, 1000, 1, 2, 1, 1},     {1, 1000, 1, 2, 1, 0},     {1, 16384, 129, 4, 1, 1},
