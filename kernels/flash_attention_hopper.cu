@@ -39,7 +39,7 @@
 #define FAH_PP128C 0
 #endif
 #ifndef FAH_PP128C_SK  // causal D=128 with at most this many keys: ping-pong turns whatever FAH_PP128C says
-#define FAH_PP128C_SK 0
+#define FAH_PP128C_SK 1536
 #endif
 #ifndef FAH_LAZY64  // 1: skip the row max on blocks where no P can exceed 2^8 (softmax_fast), D=64
 #define FAH_LAZY64 0
@@ -54,7 +54,7 @@
 #define FAH_LZ_CAUSAL 0
 #endif
 #ifndef FAH_LZ_GQA  // 1: causal D=128 with grouped K/V heads runs the CM = 3 kernel (softmax_fast)
-#define FAH_LZ_GQA 0
+#define FAH_LZ_GQA 1
 #endif
 #ifndef FAH_ONEGROUP_SK_C  // causal with at most this many keys: all heads in one scheduling group
 #define FAH_ONEGROUP_SK_C 0
