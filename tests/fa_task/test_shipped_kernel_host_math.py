@@ -19,15 +19,18 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PROGRAMS = ["tile_math_test", "epilogue_map_test", "desc_test", "sched_sim"]
+# (program, extra nvcc flags): the kernel's defaults, and its split tail switched on (FAH_SPLIT, off in
+# the shipped file) so that split_pieces' choices are checked too.
+PROGRAMS = [("tile_math_test", ()), ("tile_math_test", ("-DFAH_SPLIT=3",)), ("epilogue_map_test", ()),
+            ("desc_test", ()), ("sched_sim", ())]
 
 
-@pytest.mark.parametrize("name", PROGRAMS)
-def test_host_program_finds_no_failure(name: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize(("name", "flags"), PROGRAMS)
+def test_host_program_finds_no_failure(name: str, flags: tuple[str, ...], tmp_path: Path) -> None:
     if shutil.which("nvcc") is None:
         pytest.skip("nvcc is not installed here")
     exe = tmp_path / name
-    build = ["nvcc", "-std=c++17", "-gencode", "arch=compute_90a,code=sm_90a", "-x", "cu",
+    build = ["nvcc", "-std=c++17", "-gencode", "arch=compute_90a,code=sm_90a", *flags, "-x", "cu",
              str(ROOT / "bench" / "kernel" / f"{name}.cu"), "-o", str(exe)]
     built = subprocess.run(build, capture_output=True, text=True, check=False)
     assert built.returncode == 0, built.stderr[-3000:]
