@@ -62,6 +62,17 @@ def decode(raw: list[int], ctas: int) -> list[CtaRecord]:
     return out
 
 
+def check_tiles(recs: list[CtaRecord], tiles: int) -> None:
+    """The records must account for every tile of the launch exactly once. The CTA count and the tile
+    count come from this script's copy of attention_forward's dispatch (query rows per tile); a copy that
+    no longer matches the kernel shows up here instead of as a profile of the wrong CTAs. (A build with the
+    split tail on counts pieces, not tiles, and is refused here too.)"""
+    drawn = sum(r.tiles for r in recs)
+    if drawn != tiles:
+        raise ValueError(f"the {len(recs)} CTA records drew {drawn} tiles, the launch has {tiles}: "
+                         "the query rows per tile assumed here no longer match the kernel's dispatch")
+
+
 def profile(recs: list[CtaRecord]) -> LaunchProfile:
     """The launch's idle share and tail from per-CTA records (all from one launch)."""
     if not recs:
@@ -112,9 +123,12 @@ def run_one(lib_path: str, cfg: tuple[int, ...], calls: int) -> LaunchProfile:
     buf = (ctypes.c_ulonglong * n)()
     if lib.fah_probe_read(buf, n) != 0:
         raise SystemExit("fah_probe_read failed")
+    # Query rows per tile as attention_forward dispatches (FAH_NWG64, FAH_SQ64_2WG); check_tiles verifies it.
     m_rows = 192 if d == 64 and not (causal and s <= 2048) else 128
-    ctas = min(b * hq * ((s + m_rows - 1) // m_rows), torch.cuda.get_device_properties(0).multi_processor_count)
-    return profile(decode(list(buf), ctas))
+    tiles = b * hq * ((s + m_rows - 1) // m_rows)
+    recs = decode(list(buf), min(tiles, torch.cuda.get_device_properties(0).multi_processor_count))
+    check_tiles(recs, tiles)
+    return profile(recs)
 
 
 def main(argv: list[str]) -> None:

@@ -44,6 +44,14 @@ def test_idle_share_counts_late_starts_and_early_exits():
     assert (prof.kv_blocks_min, prof.kv_blocks_max, prof.tiles_min, prof.tiles_max) == (6, 10, 1, 2)
 
 
+def test_records_must_account_for_every_tile():
+    m = load_module()
+    recs = [m.CtaRecord(0, 5, 10, 3, 9), m.CtaRecord(0, 5, 10, 2, 6)]
+    m.check_tiles(recs, 5)
+    with pytest.raises(ValueError, match="drew 5 tiles, the launch has 8"):
+        m.check_tiles(recs, 8)
+
+
 def test_records_from_two_launches_are_refused():
     m = load_module()
     with pytest.raises(ValueError, match="not from one launch"):
