@@ -98,6 +98,9 @@
 #ifndef FAH_PP256
 #define FAH_PP256 0
 #endif
+#ifndef FAH_PP256C  // 1: ping-pong turns in the causal D=256 kernels only (+1.1 to +1.4% at S=1k, perf.md stage 8)
+#define FAH_PP256C 1
+#endif
 #ifndef FAH_BN128NC  // KV tile width for head dim 128 without a causal mask (FA3 uses 176)
 #define FAH_BN128NC 128
 #endif
@@ -379,6 +382,10 @@ struct Layout {
   static constexpr bool O_IN_V = !STAGE_O && FAH_OV && O_BYTES <= STAGES * KV_BYTES;
   static constexpr int SMEM = (STAGE_O ? O_OFF + O_BYTES : BAR_END) + 1024;  // + alignment slack
 };
+// The split tail (FAH_SPLIT) is for non-causal D=128 with two warpgroups and O staged apart (no O-in-V
+// hand-off to keep); the kernel and the host both ask this.
+template <int D, int BN, int STAGES, int NWG, int CM>
+constexpr bool kSplitTail = FAH_SPLIT > 1 && CM == 0 && D == 128 && NWG == 2 && Layout<D, BN, STAGES, NWG>::STAGE_O;
 
 // Keys at or past a row's limit (lim0 for the thread's first row, lim1 for its second) get -inf.
 template <int BN>
@@ -606,8 +613,7 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
   const uint32_t barOFree = tile_slot + 16;  // O_IN_V: the consumers have read O back out of the V ring
   const uint32_t tile_slot2 = tile_slot + 32;  // SPLIT: {first KV block past the range, tile j or -1, piece, 0}
   const uint32_t split_flag = tile_slot + 48;  // SPLIT: 1 when this CTA finished the last piece of its tile
-  // The split tail is for non-causal D=128 only (STAGE_O there: no O-in-V hand-off to keep).
-  constexpr bool SPLIT = FAH_SPLIT > 1 && CM == 0 && D == 128 && L::STAGE_O;
+  constexpr bool SPLIT = kSplitTail<D, BN, STAGES, NWG, CM>;
 
   const int num_bh = p.batch * p.heads_q;
   const int num_tiles = p.num_m_blocks * num_bh;
@@ -667,6 +673,7 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
       auto unit_info = [&](int u) {
         if (!SPLIT) {
           tile_info(u, b, h, m0, n_max);
+          n_top = n_max;
           return;
         }
         sj = -1;
@@ -710,7 +717,7 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
           mbar_expect_tx(barFullK(s), L::KV_BYTES);
 #pragma unroll
           for (int c = 0; c < DC; ++c)
-            tma_load_4d(sK + s * L::KV_BYTES + c * BN * 128, &tmK, barFullK(s), c * 64, hkv, ((SPLIT ? n_top : n_max) - 1 - it) * BN, b);
+            tma_load_4d(sK + s * L::KV_BYTES + c * BN * 128, &tmK, barFullK(s), c * 64, hkv, (n_top - 1 - it) * BN, b);
         };
         auto load_v = [&](int it) {
           const int g = kv_it + it, s = g % STAGES;
@@ -719,7 +726,7 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
           mbar_expect_tx(barFullV(s), L::KV_BYTES);
 #pragma unroll
           for (int c = 0; c < DC; ++c)
-            tma_load_4d(sV + s * L::KV_BYTES + c * BN * 128, &tmV, barFullV(s), c * 64, hkv, ((SPLIT ? n_top : n_max) - 1 - it) * BN, b);
+            tma_load_4d(sV + s * L::KV_BYTES + c * BN * 128, &tmV, barFullV(s), c * 64, hkv, (n_top - 1 - it) * BN, b);
         };
         if (D >= FAH_KAHEAD_D) {
           // In the consumers' order: block it+1's K (its S GEMM comes first) before block it's V.
@@ -747,8 +754,8 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
             for (int c = 0; c < DC; ++c) {
               tma_prefetch_4d(&tmQ, c * 64, h, m0, b);
               if (PF > 1) {
-                tma_prefetch_4d(&tmK, c * 64, h / p.group, ((SPLIT ? n_top : n_max) - 1) * BN, b);
-                tma_prefetch_4d(&tmV, c * 64, h / p.group, ((SPLIT ? n_top : n_max) - 1) * BN, b);
+                tma_prefetch_4d(&tmK, c * 64, h / p.group, (n_top - 1) * BN, b);
+                tma_prefetch_4d(&tmV, c * 64, h / p.group, (n_top - 1) * BN, b);
               }
             }
           }
@@ -841,9 +848,10 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
         }
         wgmma_commit();
       };
+      auto need_mask = [&](int n) { return (n * BN + BN > p.seqlen_k) || (causal && n * BN + BN - 1 > m0 + off); };
       auto softmax = [&](int n, float& sc0, float& sc1) -> bool {
-        const bool need_mask = (n * BN + BN > p.seqlen_k) || (causal && n * BN + BN - 1 > m0 + off);
-        if (need_mask)
+        const bool masked = D == 64 ? (n * BN + BN > p.seqlen_k) || (causal && n * BN + BN - 1 > m0 + off) : need_mask(n);
+        if (masked)
           return softmax_tile<BN, true>(s, mA, mB, lA, lB, sc0, sc1, n * BN + colq, lim0, lim1, sl2);
         return softmax_tile<BN, false>(s, mA, mB, lA, lB, sc0, sc1, n * BN + colq, lim0, lim1, sl2);
       };
@@ -903,8 +911,7 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
         const bool try_fast = LAZY && fin && it < n_max - 1;
         if (try_fast) {
           float t0, t1;
-          const bool need_mask = (n * BN + BN > p.seqlen_k) || (causal && n * BN + BN - 1 > m0 + off);
-          const bool bad = need_mask ? softmax_fast<BN, true>(s, mA, mB, t0, t1, n * BN + colq, lim0, lim1, sl2)
+          const bool bad = need_mask(n) ? softmax_fast<BN, true>(s, mA, mB, t0, t1, n * BN + colq, lim0, lim1, sl2)
                                      : softmax_fast<BN, false>(s, mA, mB, t0, t1, n * BN + colq, lim0, lim1, sl2);
           if (!named_any(3 + cw, 128, bad)) {
             lA += t0;
@@ -1084,8 +1091,8 @@ static bool make_map(CUtensorMap* map, const void* ptr, int d, int heads, int se
 
 __device__ unsigned int g_sched[2] = {0u, 0u};  // zero between launches (the last CTA resets it)
 
+constexpr int kSplitTiles = 256, kSplitPieces = 400;  // the partial buffer's capacity (split tail)
 #if FAH_SPLIT > 1
-constexpr int kSplitTiles = 256, kSplitPieces = 400;
 __device__ float4 g_part[(size_t)kSplitPieces * 2 * (128 / 8 + 1) * 128];  // 27.9 MB: D=128, 2 warpgroups
 __device__ unsigned int g_split_cnt[kSplitTiles];  // zero between launches (each tile's last piece resets it)
 #endif
@@ -1109,9 +1116,7 @@ __device__ unsigned int g_split_cnt[kSplitTiles];  // zero between launches (eac
       best = k;
     }
   }
-#if FAH_SPLIT > 1
   if (rest > kSplitTiles || rest * best > kSplitPieces) return 1;
-#endif
   return best;
 }
 
@@ -1196,7 +1201,7 @@ static int launch(const void* q, const void* k, const void* v, void* o, float* l
   p.part = nullptr;
   p.split_cnt = nullptr;
 #if FAH_SPLIT > 1
-  if (CM == 0 && D == 128 && L::STAGE_O && NWG == 2) {
+  if (kSplitTail<D, BN, STAGES, NWG, CM>) {
     const int k = split_pieces(tiles, grid, (sk + BN - 1) / BN);
     if (k > 1) {
       if (cudaGetSymbolAddress(reinterpret_cast<void**>(&p.part), g_part) != cudaSuccess ||
@@ -1251,9 +1256,9 @@ extern "C" int attention_forward(const void* q, const void* k, const void* v, vo
       // Short causal D=256: 64-wide KV tiles waste less of the masked diagonal (perf.md, stage 2:
       // 0.96x FA3 at S=1k causal against 0.92x with 80; 80 stays faster everywhere else measured).
       if (causal && seqlen_k <= FAH_SK256_BN64)
-        return fah::launch<256, 64, 2, 2, FAH_PP256, 1>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
+        return fah::launch<256, 64, 2, 2, FAH_PP256 || FAH_PP256C, 1>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
       if (causal)
-        return fah::launch<256, FAH_BN256, 2, 2, FAH_PP256, 1>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
+        return fah::launch<256, FAH_BN256, 2, 2, FAH_PP256 || FAH_PP256C, 1>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
       return fah::launch<256, FAH_BN256, 2, 2, FAH_PP256, 0>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
     default: return 2;
   }

@@ -52,6 +52,7 @@ int main(int argc, char** argv) {
     bad |= run(1, 200, 200, 2, 1, d, 0);   // two query tiles per head, sequence tail, GQA 2:1
     bad |= run(1, 200, 200, 2, 2, d, 1);   // causal (D=64: the 2-warpgroup kernel)
     bad |= run(1, 300, 100, 2, 1, d, 1);   // causal Sq > Sk: key-less query tiles
+    if (d == 64) bad |= run(1, 2200, 2264, 1, 1, d, 1);  // causal past 2048 rows: the 3-warpgroup kernel
   }
   std::printf("rc_driver: %s\n", bad ? "FAILED" : "ok");
   return bad;

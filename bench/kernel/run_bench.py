@@ -56,6 +56,11 @@ SHARP_CHECKS = [(1, 300, 1000, 4, 2, d, c, 4.0) for d in (64, 128, 256) for c in
 # a second launch finds the per-tile counters zeroed by the first.
 SPLIT_CHECKS = [(2, 3000, 2900, 12, 4, 128, 0, None), (1, 2000, 8000, 100, 20, 128, 0, None),
                 (3, 700, 5000, 8, 2, 128, 0, None), (1, 1100, 3000, 16, 4, 128, 0, 10.0)]
+# Causal diagonals that cross KV blocks differently per warpgroup: the 3-warpgroup D=64 kernel (Sq > 2048)
+# aligned and offset by 64 and 100 keys, D=128 offset by 64 (the first warpgroup's first block wholly
+# masked) and by 32, GQA, a sharp softmax.
+DIAGONAL_CHECKS = [(1, 3000, 3000, 4, 2, 64, 1, None), (1, 2500, 2564, 4, 4, 64, 1, None), (2, 2200, 2300, 2, 1, 64, 1, 4.0),
+                   (2, 1000, 1064, 4, 2, 128, 1, None), (1, 1000, 1032, 4, 4, 128, 1, 10.0), (2, 3000, 3000, 8, 2, 128, 1, None)]
 HANG_S = 60.0  # a case that has not finished by then is reported as a hang (the evaluator's limit)
 
 
@@ -206,7 +211,7 @@ def check_cases(big: bool) -> list[tuple]:
     cases += [(*c, None) for c in BIG_CHECKS] if big else []
     cases += MASKED_CHECKS + SHARP_CHECKS
     cases += [MASKED_CHECKS[0]]  # again right after the others: a second launch must be right too
-    cases += [c for c in SPLIT_CHECKS for _ in range(2)]
+    cases += [c for c in SPLIT_CHECKS for _ in range(2)] + DIAGONAL_CHECKS
     cases += [(2, 333, 444, 4, 2, 128, 1, 0.37)]
     return cases
 
