@@ -848,8 +848,18 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
         }
         wgmma_commit();
       };
-      auto need_mask = [&](int n) { return (n * BN + BN > p.seqlen_k) || (causal && n * BN + BN - 1 > m0 + off); };
+      // Block n takes the mask if it holds keys at or past seqlen_k or, causal, past the diagonal of the
+      // tile's first row (which sees keys j < m0 + off + 1): the blocks from n_mask up (a negative
+      // numerator gives n_mask <= 0). The test has three spellings because ptxas schedules each kernel's
+      // loop differently around them, and each kernel keeps the one measured fastest for it (perf.md
+      // stage 8): one compare in the row-max-skip kernels (they ask twice per block), the two bounds
+      // through this lambda in the others, and inline at D=64 (softmax below).
+      const int n_mask = causal ? min(p.seqlen_k / BN, (m0 + off + 1) / BN) : p.seqlen_k / BN;
+      auto need_mask = [&](int n) {
+        return LAZY ? n >= n_mask : (n * BN + BN > p.seqlen_k) || (causal && n * BN + BN - 1 > m0 + off);
+      };
       auto softmax = [&](int n, float& sc0, float& sc1) -> bool {
+        // need_mask(n), spelled out at D=64 (see need_mask)
         const bool masked = D == 64 ? (n * BN + BN > p.seqlen_k) || (causal && n * BN + BN - 1 > m0 + off) : need_mask(n);
         if (masked)
           return softmax_tile<BN, true>(s, mA, mB, lA, lB, sc0, sc1, n * BN + colq, lim0, lim1, sl2);
