@@ -132,6 +132,12 @@
 #ifndef FAH_OV  // 1: where no shared memory is left for a dedicated O buffer, stage O in the V ring
 #define FAH_OV 1
 #endif
+#ifndef FAH_XT128  // 1: cross-tile overlap at D=128 (Q double-buffered; the next tile's first S GEMM runs
+#define FAH_XT128 0   // under this tile's epilogue), in the kernels without ping-pong turns
+#endif
+#ifndef FAH_XT64  // the same at D=64
+#define FAH_XT64 1
+#endif
 
 namespace fah {
 
@@ -363,14 +369,16 @@ struct Params {
 };
 
 // A CTA has one producer warpgroup and NWG consumer warpgroups of 64 query rows each.
-template <int D, int BN, int STAGES, int NWG>
+// QB Q buffers (2: cross-tile overlap, the second with its own barriers and tile slot after the first's).
+template <int D, int BN, int STAGES, int NWG, int QB = 1>
 struct Layout {
   static constexpr int BM = 64 * NWG;
-  static constexpr int Q_BYTES = BM * D * 2;
+  static constexpr int Q_BYTES = BM * D * 2;  // one Q buffer
   static constexpr int KV_BYTES = BN * D * 2;  // one K (or V) stage
-  static constexpr int BAR_OFF = Q_BYTES + 2 * STAGES * KV_BYTES;
-  // + 16-byte tile slot, O-free barrier (8 + 8 padding), a second 16-byte slot and a flag (split tail)
-  static constexpr int BAR_END = BAR_OFF + 8 * (5 + 4 * STAGES) + 40;
+  static constexpr int BAR_OFF = QB * Q_BYTES + 2 * STAGES * KV_BYTES;
+  // + 16-byte tile slot, O-free barrier (8 + 8 padding), a second 16-byte slot and a flag (split tail);
+  // QB = 2: the second Q buffer's full and empty barriers and its 16-byte tile slot
+  static constexpr int BAR_END = BAR_OFF + 8 * (5 + 4 * STAGES) + 40 + (QB == 2 ? 32 : 0);
   // O is staged per warpgroup (64 rows x D, 16-byte chunks XOR-swizzled by row) so that it leaves
   // in full 16-byte stores; only where it fits next to Q and the K/V ring (not head dim 256).
   static constexpr int O_OFF = (BAR_END + 1023) & ~1023;
@@ -386,6 +394,13 @@ struct Layout {
 // hand-off to keep); the kernel and the host both ask this.
 template <int D, int BN, int STAGES, int NWG, int CM>
 constexpr bool kSplitTail = FAH_SPLIT > 1 && CM == 0 && D == 128 && NWG == 2 && Layout<D, BN, STAGES, NWG>::STAGE_O;
+// Cross-tile overlap (FAH_XT128, FAH_XT64): a consumer warpgroup issues the next tile's first S GEMM
+// right after this tile's last P V GEMM and writes this tile's O while it runs; the next tile's Q is then
+// already in its own buffer. Not with ping-pong turns (a GEMM outside the turn order), the split tail or
+// O staged in the V ring (its hand-off to the producer assumes one tile in flight).
+template <int D, int BN, int STAGES, int NWG, bool PINGPONG, int CM>
+constexpr bool kCrossTile = (D == 128 ? FAH_XT128 : D == 64 ? FAH_XT64 : 0) != 0 && !PINGPONG &&
+                            !kSplitTail<D, BN, STAGES, NWG, CM> && Layout<D, BN, STAGES, NWG, 2>::STAGE_O;
 
 // Keys at or past a row's limit (lim0 for the thread's first row, lim1 for its second) get -inf.
 template <int BN>
@@ -591,7 +606,8 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
     fa_fwd_kernel(const __grid_constant__ CUtensorMap tmQ, const __grid_constant__ CUtensorMap tmK,
                   const __grid_constant__ CUtensorMap tmV, const __grid_constant__ CUtensorMap tmO,
                   const Params p) {
-  using L = Layout<D, BN, STAGES, NWG>;
+  constexpr bool XT = kCrossTile<D, BN, STAGES, NWG, PINGPONG, CM>;
+  using L = Layout<D, BN, STAGES, NWG, XT ? 2 : 1>;
   constexpr int kBM = L::BM;
   constexpr int DC = D / 64;  // 64-column (128-byte) blocks per row
   // Turn-taking barriers: consumer warpgroup k waits on sched_bar(k) before issuing its GEMMs.
@@ -599,7 +615,7 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
   extern __shared__ uint8_t smem_raw[];
   const uint32_t raw = smem_u32(smem_raw);
   const uint32_t sQ = (raw + 1023) & ~1023u;  // 128B-swizzle atoms need 1024-byte alignment
-  const uint32_t sK = sQ + L::Q_BYTES;
+  const uint32_t sK = sQ + (XT ? 2 : 1) * L::Q_BYTES;
   const uint32_t sV = sK + STAGES * L::KV_BYTES;
   const uint32_t bar = sQ + L::BAR_OFF;
   const uint32_t barQ = bar, barQEmpty = bar + 8;
@@ -614,6 +630,10 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
   const uint32_t tile_slot2 = tile_slot + 32;  // SPLIT: {first KV block past the range, tile j or -1, piece, 0}
   const uint32_t split_flag = tile_slot + 48;  // SPLIT: 1 when this CTA finished the last piece of its tile
   constexpr bool SPLIT = kSplitTail<D, BN, STAGES, NWG, CM>;
+  // Q buffer qb's full and empty barriers and tile slot (XT: tile i uses buffer i % 2).
+  auto qfull = [&](int qb) { return qb ? tile_slot + 64 : barQ; };
+  auto qempty = [&](int qb) { return qb ? tile_slot + 72 : barQEmpty; };
+  auto qslot = [&](int qb) { return qb ? tile_slot + 80 : tile_slot; };
 
   const int num_bh = p.batch * p.heads_q;
   const int num_tiles = p.num_m_blocks * num_bh;
@@ -640,6 +660,10 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
     // before every warp has read it (an ordering the memory model, and racecheck, can see).
     mbar_init(barQEmpty, 4 * NWG);
     mbar_init(barOFree, NWG);
+    if (XT) {
+      mbar_init(qfull(1), 1);
+      mbar_init(qempty(1), 4 * NWG);
+    }
     for (int s = 0; s < STAGES; ++s) {
       mbar_init(barFullK(s), 1);
       mbar_init(barFullV(s), 1);
@@ -693,21 +717,23 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
       };
       if (tile < num_units) unit_info(tile);
       while (true) {
-        mbar_wait(barQEmpty, (q_it & 1) ^ 1);
+        const int qb = XT ? q_it & 1 : 0;
+        mbar_wait(qempty(qb), ((XT ? q_it >> 1 : q_it) & 1) ^ 1);
         ++q_it;
         if (tile >= num_units) {
-          st_shared_v4(tile_slot, -1, 0, 0, 0);
-          mbar_arrive(barQ);
+          st_shared_v4(qslot(qb), -1, 0, 0, 0);
+          mbar_arrive(qfull(qb));
           break;
         }
-        st_shared_v4(tile_slot, b, h, m0, n_max);
+        st_shared_v4(qslot(qb), b, h, m0, n_max);
         if (SPLIT) st_shared_v4(tile_slot2, n_top, sj, sq, 0);
         if (n_max <= 0) {
-          mbar_arrive(barQ);
+          mbar_arrive(qfull(qb));
         } else {
-          mbar_expect_tx(barQ, L::Q_BYTES);
+          mbar_expect_tx(qfull(qb), L::Q_BYTES);
 #pragma unroll
-          for (int c = 0; c < DC; ++c) tma_load_4d(sQ + c * kBM * 128, &tmQ, barQ, c * 64, h, m0, b);
+          for (int c = 0; c < DC; ++c)
+            tma_load_4d(sQ + qb * L::Q_BYTES + c * kBM * 128, &tmQ, qfull(qb), c * 64, h, m0, b);
         }
         const int hkv = h / p.group;
         // Block it's K and V go to stage (kv_it + it) % STAGES.
@@ -798,9 +824,45 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
   };
 
 
+  float s[BN / 2];
+  uint32_t pf[BN / 4];
+  auto gemm_s_at = [&](uint32_t q_base, uint32_t k_base) {
+    wgmma_fence();
+    const uint32_t qlo = desc_lo(q_base + cw * 64 * 128, 16), klo = desc_lo(k_base, 16);
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk) {
+      const uint64_t da = desc_at(qlo, (kk / 4) * kBM * 128 + (kk % 4) * 32, desc_hi(1024));
+      const uint64_t db = desc_at(klo, (kk / 4) * BN * 128 + (kk % 4) * 32, desc_hi(1024));
+      wgmma_ss<BN>(s, da, db, kk > 0 ? 1 : 0);
+    }
+    wgmma_commit();
+  };
+  auto gemm_s = [&](int st, uint32_t q_base) { gemm_s_at(q_base, sK + st * L::KV_BYTES); };
+  // XT: read tile q_next's slot and issue its first S GEMM (K block kv_next) into s. A tile without
+  // keys, or the stop signal, gets the same GEMM on its own Q buffer as both operands (nothing writes
+  // that buffer before the warpgroup releases it, after a wait): its result is never read, but a GEMM
+  // issued on one branch only made ptxas serialise the loop's wgmmas (C7515) and wait at the join.
+  uint4 ti_next = make_uint4(0u, 0u, 0u, 0u);
+  auto advance = [&](int q_next, int kv_next) {
+    const int qb = q_next & 1;
+    mbar_wait(qfull(qb), (q_next >> 1) & 1);
+    ti_next = ld_shared_v4(qslot(qb));
+    const bool keys = (int)ti_next.x >= 0 && (int)ti_next.w > 0;
+    const int st = kv_next % STAGES;
+    if (keys) mbar_wait(barFullK(st), (kv_next / STAGES) & 1);
+    const uint32_t q_base = sQ + qb * L::Q_BYTES;
+    gemm_s_at(q_base, keys ? sK + st * L::KV_BYTES : q_base);
+  };
+  if (XT) advance(0, 0);
+
   while (true) {
-    mbar_wait(barQ, q_it & 1);
-    const uint4 ti = ld_shared_v4(tile_slot);
+    const int qb = XT ? q_it & 1 : 0;
+    const uint32_t sQc = sQ + qb * L::Q_BYTES;  // this tile's Q
+    uint4 ti = ti_next;
+    if (!XT) {
+      mbar_wait(barQ, q_it & 1);
+      ti = ld_shared_v4(tile_slot);
+    }
     const int b = (int)ti.x, h = (int)ti.y, m0 = (int)ti.z, n_max = (int)ti.w;
     if (b < 0) break;
     // SPLIT: this unit's KV range is [n_top - n_max, n_top); sj >= 0 for a piece of split tile sj.
@@ -808,11 +870,12 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
     const int n_top = SPLIT ? (int)ti2.x : n_max, sj = (int)ti2.y, sq = (int)ti2.z;
     if (n_max <= 0) {
       finish_store();
+      if (XT) wgmma_wait<0>();  // advance's stand-in GEMM has read this tile's Q buffer
       // Nothing loaded for this tile: each warp releases the slot as soon as all its lanes have
       // read it (the barrier completes only when every warp of every consumer warpgroup did, so
       // the producer cannot publish the next tile over a slot a lagging warp has yet to read).
       __syncwarp();
-      if (lane == 0) mbar_arrive(barQEmpty);
+      if (lane == 0) mbar_arrive(qempty(qb));
     }
     const int row0 = m0 + cw * 64 + warp * 16 + lane / 4;  // this thread's rows: row0, row0 + 8
     const int row1 = row0 + 8;
@@ -823,21 +886,8 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
     float mA = -INFINITY, mB = -INFINITY, lA = 0.f, lB = 0.f;
 
     if (n_max > 0) {
-      float s[BN / 2];
-      uint32_t pf[BN / 4];
       const int lim0 = causal ? min(p.seqlen_k, row0 + off + 1) : p.seqlen_k;
       const int lim1 = causal ? min(p.seqlen_k, row1 + off + 1) : p.seqlen_k;
-      auto gemm_s = [&](int st) {
-        wgmma_fence();
-        const uint32_t qlo = desc_lo(sQ + cw * 64 * 128, 16), klo = desc_lo(sK + st * L::KV_BYTES, 16);
-#pragma unroll
-        for (int kk = 0; kk < D / 16; ++kk) {
-          const uint64_t da = desc_at(qlo, (kk / 4) * kBM * 128 + (kk % 4) * 32, desc_hi(1024));
-          const uint64_t db = desc_at(klo, (kk / 4) * BN * 128 + (kk % 4) * 32, desc_hi(1024));
-          wgmma_ss<BN>(s, da, db, kk > 0 ? 1 : 0);
-        }
-        wgmma_commit();
-      };
       auto gemm_pv = [&](int st) {
         wgmma_fence();
         const uint32_t vlo = desc_lo(sV + st * L::KV_BYTES, BN * 128);
@@ -881,18 +931,20 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
 
       {
         const int st = kv_it % STAGES;
-        mbar_wait(barFullK(st), (kv_it / STAGES) & 1);
-        turn_begin();
-        gemm_s(st);
-        turn_end();
-        finish_store();
+        if (!XT) {  // XT: issued under the previous tile's epilogue (advance)
+          mbar_wait(barFullK(st), (kv_it / STAGES) & 1);
+          turn_begin();
+          gemm_s(st, sQc);
+          turn_end();
+          finish_store();
+        }
         wgmma_wait<0>();
         fence_regs<BN / 2>(s);
         if (t128 == 0) mbar_arrive(barEmptyK(st));
         // A one-block tile's only S GEMM has completed: Q may be overwritten (see the loop).
         if (n_max == 1) {
           __syncwarp();
-          if (lane == 0) mbar_arrive(barQEmpty);
+          if (lane == 0) mbar_arrive(qempty(qb));
         }
         float sc0, sc1;
         softmax(n_top - 1, sc0, sc1);  // O is still zero: nothing to rescale
@@ -905,7 +957,7 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
         const int st = g % STAGES, pst = (g - 1) % STAGES;
         mbar_wait(barFullK(st), (g / STAGES) & 1);
         turn_begin();
-        gemm_s(st);
+        gemm_s(st, sQc);
         // The previous block's V is waited for only now: the S GEMM goes as soon as its K is in
         // (FA3's order; +0.7% geomean over waiting for both first, perf.md stage 4).
         mbar_wait(barFullV(pst), ((g - 1) / STAGES) & 1);
@@ -927,7 +979,7 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
             lA += t0;
             lB += t1;
           } else {
-            gemm_s(st);  // S again (its P was taken against a max that moved too far)
+            gemm_s(st, sQc);  // S again (its P was taken against a max that moved too far)
             wgmma_wait<0>();
             fence_regs<BN / 2>(s);
             grow = softmax(n, sc0, sc1);
@@ -939,7 +991,7 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
           // after this block's softmax, so that the next tile's Q load starts one softmax earlier.
           if (it == n_max - 1) {
             __syncwarp();
-            if (lane == 0) mbar_arrive(barQEmpty);
+            if (lane == 0) mbar_arrive(qempty(qb));
           }
           grow = softmax(n, sc0, sc1);
           if (LAZY && !fin) fin = !named_any(3 + cw, 128, mA == -INFINITY || mB == -INFINITY);
@@ -966,13 +1018,19 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
         gemm_pv(lst);
         turn_end();
         if (PINGPONG && cw == 0) named_sync(sched_bar(0), 256);  // consume the last warpgroup's last arrive
-        wgmma_wait<0>();
+        if (XT) {
+          advance(q_it + 1, kv_it + n_max);
+          wgmma_wait<1>();  // this tile's P V; the next tile's S GEMM may still run
+        } else {
+          wgmma_wait<0>();
+        }
         fence_regs<D / 2>(o);
         fence_regs_u<BN / 4>(pf);
         if (t128 == 0) mbar_arrive(barEmptyV(lst));
       }
       kv_it += n_max;
     }
+    if (XT && n_max <= 0) advance(q_it + 1, kv_it);
     ++q_it;
     if (SPLIT && sj >= 0 && !split_combine<D, NWG>(p, o, mA, mB, lA, lB, sj, sq, cw, t128, split_flag, sl2)) continue;
 
@@ -997,10 +1055,12 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
       uint32_t tt;  // unsigned: the divisions and remainders below are shifts and masks
       asm volatile("mov.b32 %0, %1;\n" : "=r"(tt) : "r"(t128));
       const uint32_t sO = (L::STAGE_O ? sQ + L::O_OFF : sV) + cw * 64 * D * 2;
-      if (L::O_IN_V)
+      if (L::O_IN_V) {
         named_sync(6, 128 * NWG);  // every consumer warpgroup's last P V has finished reading the V ring
-      else
+      } else {
+        if (XT) finish_store();   // the previous tile's TMA store has read sO (issued a tile ago)
         named_sync(3 + cw, 128);  // every warp has read the previous tile's O out of sO
+      }
       if (TMA_ST) {
 #pragma unroll
         for (int i = 0; i < CPR; ++i) {
@@ -1062,6 +1122,7 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
         p.lse[((int64_t)b * p.heads_q + h) * p.seqlen_q + row1] = lseB;
     }
   }
+  if (XT) wgmma_wait<0>();  // the stand-in GEMM issued for the stop signal
   if (TMA_ST && t128 == 0 && store_pending) bulk_wait_all();  // shared memory must outlive the last store
 #if FAH_PROBE
   if (t128 == 0) atomicMax(&g_probe[4 * blockIdx.x + 2], globaltimer());
@@ -1175,7 +1236,7 @@ static int heads_per_group(int num_bh, double kv_bytes_per_qhead, int causal, in
 template <int D, int BN, int STAGES, int NWG, bool PINGPONG, int CM = 2>
 static int launch(const void* q, const void* k, const void* v, void* o, float* lse, int batch, int sq, int sk,
                   int hq, int hkv, float scale, int causal, cudaStream_t stream) {
-  using L = Layout<D, BN, STAGES, NWG>;
+  using L = Layout<D, BN, STAGES, NWG, kCrossTile<D, BN, STAGES, NWG, PINGPONG, CM> ? 2 : 1>;
   constexpr int kBM = L::BM;
   CUtensorMap mq, mk, mv, mo;
   if (!make_map(&mq, q, D, hq, sq, batch, kBM) || !make_map(&mk, k, D, hkv, sk, batch, BN) ||
