@@ -138,6 +138,15 @@
 #ifndef FAH_XT64  // the same at D=64
 #define FAH_XT64 1
 #endif
+#ifndef FAH_XT_EARLYQ  // 1: with XT, the producer takes and publishes the next tile (its Q) during this tile
+#define FAH_XT_EARLYQ 0
+#endif
+#ifndef FAH_XT_KFIRST  // 1: with early Q, the next tile's first K goes before this tile's last V
+#define FAH_XT_KFIRST 0
+#endif
+#ifndef FAH_XT_TMA  // 0: the XT kernels store O with 16-byte stores instead of TMA stores
+#define FAH_XT_TMA 1
+#endif
 
 namespace fah {
 
@@ -515,6 +524,15 @@ __host__ __device__ __forceinline__ void piece_range(int n, int q, int k, int& l
   hi = (int)((int64_t)n * (q + 1) / k);
 }
 
+// A tile's first KV block that needs the mask: the blocks from it up hold keys at or past seqlen_k or,
+// causal, past the diagonal of the tile's first row, which sees the keys j < diag (= m0 + off + 1). The
+// same as the two bounds (n + 1) * bn > seqlen_k || (causal && (n + 1) * bn > diag) for every n >= 0; a
+// negative diag gives a result <= 0 (division truncates toward zero). tile_math_test checks the equality.
+__host__ __device__ __forceinline__ int first_masked_block(int seqlen_k, int diag, int causal, int bn) {
+  const int a = seqlen_k / bn, b = diag / bn;
+  return causal && b < a ? b : a;
+}
+
 // Staged epilogue (head dims <= 128): byte offsets inside one warpgroup's O buffer (64 rows of
 // 2*D bytes). epi_pair_offset: consumer thread t's bf16 pair i (columns 8i + 2(t%4), +1 of its
 // row (t/32)*16 + (t%32)/4, plus 8 for half 1), as the wgmma accumulator holds it.
@@ -716,7 +734,73 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
         }
       };
       if (tile < num_units) unit_info(tile);
-      while (true) {
+      constexpr bool EARLYQ = XT && FAH_XT_EARLYQ;
+      if (EARLYQ) {
+        // XT: the next tile is taken and its Q loaded (into the other buffer) once this tile's second
+        // K/V block is issued, so that its Q is in when the consumers issue its first S GEMM ahead of
+        // this tile's epilogue. That buffer's last tile then has had its last S GEMM: issuing block 1
+        // needed its K stage back (two stages) or comes a block later (three), so the wait is short.
+        auto publish = [&]() -> bool {
+          const int qb = q_it & 1;
+          mbar_wait(qempty(qb), ((q_it >> 1) & 1) ^ 1);
+          ++q_it;
+          if (tile >= num_units) {
+            st_shared_v4(qslot(qb), -1, 0, 0, 0);
+            mbar_arrive(qfull(qb));
+            return false;
+          }
+          st_shared_v4(qslot(qb), b, h, m0, n_max);
+          if (n_max <= 0) {
+            mbar_arrive(qfull(qb));
+          } else {
+            mbar_expect_tx(qfull(qb), L::Q_BYTES);
+#pragma unroll
+            for (int c = 0; c < DC; ++c)
+              tma_load_4d(sQ + qb * L::Q_BYTES + c * kBM * 128, &tmQ, qfull(qb), c * 64, h, m0, b);
+          }
+          return true;
+        };
+        auto take_next = [&]() {
+          tile = gridDim.x + (int)atomicAdd(&p.sched[0], 1u);
+          if (tile < num_units) unit_info(tile);
+        };
+        auto load_kv = [&](uint32_t ring, uint32_t full, uint32_t empty, const CUtensorMap* map, int g, int bb,
+                           int hkv, int row) {
+          const int s = g % STAGES;
+          mbar_wait(empty + 8 * s, ((g / STAGES) & 1) ^ 1);
+          mbar_expect_tx(full + 8 * s, L::KV_BYTES);
+#pragma unroll
+          for (int c = 0; c < DC; ++c) tma_load_4d(ring + s * L::KV_BYTES + c * BN * 128, map, full + 8 * s, c * 64, hkv, row, bb);
+        };
+        bool more = publish();
+        bool k0_done = false;  // KFIRST: this tile's first K went out during the previous tile
+        while (more) {
+          const int cb = b, chkv = h / p.group, ctop = n_top, cn = n_max;  // this tile
+          const bool kf = k0_done;
+          k0_done = false;
+          bool taken = false;
+          for (int it = 0; it < cn; ++it) {
+            const int g = kv_it + it, row = (ctop - 1 - it) * BN;
+            if (it > 0 || !kf) load_kv(sK, barFullK(0), barEmptyK(0), &tmK, g, cb, chkv, row);
+            if (it == min(1, cn - 1)) {
+              take_next();
+              more = publish();
+              taken = true;
+            }
+            if (FAH_XT_KFIRST && it == cn - 1 && more && n_max > 0) {
+              load_kv(sK, barFullK(0), barEmptyK(0), &tmK, kv_it + cn, b, h / p.group, (n_top - 1) * BN);
+              k0_done = true;
+            }
+            load_kv(sV, barFullV(0), barEmptyV(0), &tmV, g, cb, chkv, row);
+          }
+          if (!taken) {
+            take_next();
+            more = publish();
+          }
+          kv_it += max(cn, 0);
+        }
+      }
+      while (!EARLYQ) {
         const int qb = XT ? q_it & 1 : 0;
         mbar_wait(qempty(qb), ((XT ? q_it >> 1 : q_it) & 1) ^ 1);
         ++q_it;
@@ -810,7 +894,7 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
   const float sl2 = p.scale_log2;
   int kv_it = 0, q_it = 0;
   // The 3-warpgroup D=64 kernel measured 2-4% slower with TMA stores (docs/perf.md, stage 2).
-  constexpr bool TMA_ST = FAH_TMA_ST && D >= 128 && (L::STAGE_O || L::O_IN_V);
+  constexpr bool TMA_ST = FAH_TMA_ST && D >= 128 && (L::STAGE_O || L::O_IN_V) && (!XT || FAH_XT_TMA);
   constexpr bool LAZY = (D == 64 ? FAH_LAZY64 : D == 128 ? FAH_LAZY128 : FAH_LAZY256) != 0 && (CM != 1 || FAH_LZ_CAUSAL);
   bool store_pending = false;  // thread 0 of the warpgroup: a TMA store of O still reads sO
   // Called once the next tile's first GEMM is under way (or it has none): the previous tile's O
@@ -899,12 +983,12 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
         wgmma_commit();
       };
       // Block n takes the mask if it holds keys at or past seqlen_k or, causal, past the diagonal of the
-      // tile's first row (which sees keys j < m0 + off + 1): the blocks from n_mask up (a negative
-      // numerator gives n_mask <= 0). The test has three spellings because ptxas schedules each kernel's
+      // tile's first row (which sees keys j < m0 + off + 1): the blocks from n_mask up (first_masked_block,
+      // checked against the two bounds on the CPU by tile_math_test). The test has three spellings because ptxas schedules each kernel's
       // loop differently around them, and each kernel keeps the one measured fastest for it (perf.md
       // stage 8): one compare in the row-max-skip kernels (they ask twice per block), the two bounds
       // through this lambda in the others, and inline at D=64 (softmax below).
-      const int n_mask = causal ? min(p.seqlen_k / BN, (m0 + off + 1) / BN) : p.seqlen_k / BN;
+      const int n_mask = first_masked_block(p.seqlen_k, m0 + off + 1, causal, BN);
       auto need_mask = [&](int n) {
         return LAZY ? n >= n_mask : (n * BN + BN > p.seqlen_k) || (causal && n * BN + BN - 1 > m0 + off);
       };

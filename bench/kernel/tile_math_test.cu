@@ -7,7 +7,8 @@
 //   1. tiles 0..num_tiles-1 map one-to-one onto (batch, head, query block): none skipped;
 //   2. n_max = number of KV blocks holding a key visible to some valid row of the tile (0 allowed);
 //   3. every visible key lies in a visited block and the unmasked fast path is only taken for blocks
-//      whose keys are all visible to every row of the tile;
+//      whose keys are all visible to every row of the tile; the one-compare test (first_masked_block)
+//      agrees with the two bounds on every visited block;
 //   4. the epilogue's thread -> row map writes every row of the tile exactly once;
 //   5. the dynamic scheduler (first tile = blockIdx, then gridDim + atomic counter) hands out every
 //      tile exactly once under random interleavings, and the counters are zero after the launch.
@@ -122,6 +123,9 @@ void check_shape(const Shape& s, int d, std::mt19937& rng) {
     // The kernel's per-row limit and its mask-free fast path (kernel: softmax lambda).
     for (int n = 0; n < n_max; ++n) {
       const bool need_mask = (n * tl.bn + tl.bn > s.sk) || (s.causal && n * tl.bn + tl.bn - 1 > m0 + off);
+      const int n_mask = fah::first_masked_block(s.sk, m0 + off + 1, s.causal, tl.bn);
+      EXPECT((n >= n_mask) == need_mask, "%s tile m0=%d block %d: n_mask %d disagrees with the two bounds", tag, m0, n,
+             n_mask);
       for (int i = m0; i < rows_end && !need_mask; ++i)
         EXPECT(visible(s, i) >= n * tl.bn + tl.bn, "%s row %d block %d unmasked but not all visible", tag, i, n);
     }
