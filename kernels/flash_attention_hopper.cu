@@ -138,12 +138,6 @@
 #ifndef FAH_XT64  // the same at D=64
 #define FAH_XT64 1
 #endif
-#ifndef FAH_XT_EARLYQ  // 1: with XT, the producer takes and publishes the next tile (its Q) during this tile
-#define FAH_XT_EARLYQ 0
-#endif
-#ifndef FAH_XT_KFIRST  // 1: with early Q, the next tile's first K goes before this tile's last V
-#define FAH_XT_KFIRST 0
-#endif
 #ifndef FAH_XT_TMA  // 0: the XT kernels store O with 16-byte stores instead of TMA stores
 #define FAH_XT_TMA 1
 #endif
@@ -734,73 +728,7 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
         }
       };
       if (tile < num_units) unit_info(tile);
-      constexpr bool EARLYQ = XT && FAH_XT_EARLYQ;
-      if (EARLYQ) {
-        // XT: the next tile is taken and its Q loaded (into the other buffer) once this tile's second
-        // K/V block is issued, so that its Q is in when the consumers issue its first S GEMM ahead of
-        // this tile's epilogue. That buffer's last tile then has had its last S GEMM: issuing block 1
-        // needed its K stage back (two stages) or comes a block later (three), so the wait is short.
-        auto publish = [&]() -> bool {
-          const int qb = q_it & 1;
-          mbar_wait(qempty(qb), ((q_it >> 1) & 1) ^ 1);
-          ++q_it;
-          if (tile >= num_units) {
-            st_shared_v4(qslot(qb), -1, 0, 0, 0);
-            mbar_arrive(qfull(qb));
-            return false;
-          }
-          st_shared_v4(qslot(qb), b, h, m0, n_max);
-          if (n_max <= 0) {
-            mbar_arrive(qfull(qb));
-          } else {
-            mbar_expect_tx(qfull(qb), L::Q_BYTES);
-#pragma unroll
-            for (int c = 0; c < DC; ++c)
-              tma_load_4d(sQ + qb * L::Q_BYTES + c * kBM * 128, &tmQ, qfull(qb), c * 64, h, m0, b);
-          }
-          return true;
-        };
-        auto take_next = [&]() {
-          tile = gridDim.x + (int)atomicAdd(&p.sched[0], 1u);
-          if (tile < num_units) unit_info(tile);
-        };
-        auto load_kv = [&](uint32_t ring, uint32_t full, uint32_t empty, const CUtensorMap* map, int g, int bb,
-                           int hkv, int row) {
-          const int s = g % STAGES;
-          mbar_wait(empty + 8 * s, ((g / STAGES) & 1) ^ 1);
-          mbar_expect_tx(full + 8 * s, L::KV_BYTES);
-#pragma unroll
-          for (int c = 0; c < DC; ++c) tma_load_4d(ring + s * L::KV_BYTES + c * BN * 128, map, full + 8 * s, c * 64, hkv, row, bb);
-        };
-        bool more = publish();
-        bool k0_done = false;  // KFIRST: this tile's first K went out during the previous tile
-        while (more) {
-          const int cb = b, chkv = h / p.group, ctop = n_top, cn = n_max;  // this tile
-          const bool kf = k0_done;
-          k0_done = false;
-          bool taken = false;
-          for (int it = 0; it < cn; ++it) {
-            const int g = kv_it + it, row = (ctop - 1 - it) * BN;
-            if (it > 0 || !kf) load_kv(sK, barFullK(0), barEmptyK(0), &tmK, g, cb, chkv, row);
-            if (it == min(1, cn - 1)) {
-              take_next();
-              more = publish();
-              taken = true;
-            }
-            if (FAH_XT_KFIRST && it == cn - 1 && more && n_max > 0) {
-              load_kv(sK, barFullK(0), barEmptyK(0), &tmK, kv_it + cn, b, h / p.group, (n_top - 1) * BN);
-              k0_done = true;
-            }
-            load_kv(sV, barFullV(0), barEmptyV(0), &tmV, g, cb, chkv, row);
-          }
-          if (!taken) {
-            take_next();
-            more = publish();
-          }
-          kv_it += max(cn, 0);
-        }
-      }
-      while (!EARLYQ) {
+      while (true) {
         const int qb = XT ? q_it & 1 : 0;
         mbar_wait(qempty(qb), ((XT ? q_it >> 1 : q_it) & 1) ^ 1);
         ++q_it;
