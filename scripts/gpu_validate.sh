@@ -12,6 +12,7 @@
 # shipped kernel's full evaluation with the timed whole-output checks, the GPU attacks, the rmsnorm task
 # and the profile tool; STEPS=owed bash scripts/gpu_validate.sh. span: the clock bound's calibration
 # (scripts/span_calibration.py, every timed call logged) and the GPU attacks.
+# .whl/ (from scripts/device_wheels.sh, carried to the device): wheels the GPU machine lacks, installed first.
 set -uo pipefail
 OUT=${OUT:-./.device-out}; mkdir -p "$OUT"
 if ls .whl/*.whl >/dev/null 2>&1; then
