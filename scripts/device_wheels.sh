@@ -14,10 +14,13 @@ version() { "$PY" -m pip show "$1" 2>/dev/null | sed -n 's/^Version: //p'; }
 mkdir -p .whl
 PLAT=(--platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 --platform manylinux_2_24_x86_64
       --platform manylinux_2_28_x86_64 --platform manylinux_2_34_x86_64)
-get() {  # NAME==VERSION
+get() {  # NAME==VERSION; another version of NAME already in .whl/ goes (two stop the device's install)
+  local norm
+  norm=$(echo "${1%%==*}" | tr '-' '_')
+  find .whl -maxdepth 1 -iname "${norm}-*.whl" ! -iname "${norm}-${1##*==}-*" -print -delete
   "$PY" -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
     "${PLAT[@]}" -d .whl "$1" 2>&1 | grep -v '^WARNING: Location' || true
-  ls .whl | grep -qi "^$(echo "${1%%==*}" | tr '-' '_')-${1##*==}-" \
+  ls .whl | grep -qi "^${norm}-${1##*==}-" \
     || { echo "device_wheels: $1 was not downloaded" >&2; exit 1; }
 }
 get fa3-fwd==0.0.3
