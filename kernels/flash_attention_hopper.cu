@@ -42,7 +42,7 @@
 #define FAH_PP128C_SK 1536
 #endif
 #ifndef FAH_LAZY64  // 1: skip the row max on blocks where no P can exceed 2^8 (softmax_fast), D=64
-#define FAH_LAZY64 0
+#define FAH_LAZY64 1
 #endif
 #ifndef FAH_LAZY128
 #define FAH_LAZY128 1
@@ -50,8 +50,14 @@
 #ifndef FAH_LAZY256
 #define FAH_LAZY256 0
 #endif
-#ifndef FAH_LZ_CAUSAL  // 1: softmax_fast in the causal kernels too (CM = 1; -1 to -2.4% on MHA, perf.md stage 6)
-#define FAH_LZ_CAUSAL 0
+#ifndef FAH_LZ_CAUSAL  // 1: softmax_fast in the causal kernels too (CM = 1); 2: in those without ping-pong turns
+#define FAH_LZ_CAUSAL 2
+#endif
+#ifndef FAH_LZ_EXACT  // 1: a block whose softmax_fast failed takes the exact row max (not the 2^8-lazy one)
+#define FAH_LZ_EXACT 1
+#endif
+#ifndef FAH_LAZY64_NC  // 1: D=64 without a causal mask runs its own kernel (CM 0) with softmax_fast
+#define FAH_LAZY64_NC 0
 #endif
 #ifndef FAH_LZ_GQA  // 1: causal D=128 with grouped K/V heads runs the CM = 3 kernel (softmax_fast)
 #define FAH_LZ_GQA 1
@@ -442,7 +448,7 @@ __device__ __forceinline__ void exp_tile(float* s, float ms0, float ms1, float s
 template <int BN, bool MASK>
 __device__ __forceinline__ bool softmax_tile(float* s, float& m0, float& m1, float& l0, float& l1,
                                              float& sc0, float& sc1, int col_base, int lim0, int lim1,
-                                             float sl2) {
+                                             float sl2, float grow_log2 = 8.f) {
   if (MASK) mask_tile<BN>(s, col_base, lim0, lim1);
   float mx0 = s[0], mx1 = s[2];
 #pragma unroll
@@ -455,7 +461,7 @@ __device__ __forceinline__ bool softmax_tile(float* s, float& m0, float& m1, flo
   mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffff, mx0, 2));
   mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffff, mx1, 2));
   // -inf - -inf is NaN and compares false: a row with nothing allowed yet keeps max -inf.
-  const bool grow = __any_sync(0xffffffff, (mx0 - m0) * sl2 > 8.f || (mx1 - m1) * sl2 > 8.f);
+  const bool grow = __any_sync(0xffffffff, (mx0 - m0) * sl2 > grow_log2 || (mx1 - m1) * sl2 > grow_log2);
   if (grow) {
     const float n0 = fmaxf(m0, mx0), n1 = fmaxf(m1, mx1);
     // With max -inf use 0 as reference so exp2 gives 0, not NaN.
@@ -823,7 +829,8 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
   int kv_it = 0, q_it = 0;
   // The 3-warpgroup D=64 kernel measured 2-4% slower with TMA stores (docs/perf.md, stage 2).
   constexpr bool TMA_ST = FAH_TMA_ST && D >= 128 && (L::STAGE_O || L::O_IN_V) && (!XT || FAH_XT_TMA);
-  constexpr bool LAZY = (D == 64 ? FAH_LAZY64 : D == 128 ? FAH_LAZY128 : FAH_LAZY256) != 0 && (CM != 1 || FAH_LZ_CAUSAL);
+  constexpr bool LAZY = (D == 64 ? (FAH_LAZY64 || (FAH_LAZY64_NC && CM == 0)) : D == 128 ? FAH_LAZY128 : FAH_LAZY256) != 0 &&
+                        (CM != 1 || FAH_LZ_CAUSAL == 1 || (FAH_LZ_CAUSAL == 2 && !PINGPONG));
   bool store_pending = false;  // thread 0 of the warpgroup: a TMA store of O still reads sO
   // Called once the next tile's first GEMM is under way (or it has none): the previous tile's O
   // store has then had time to read sO; for O_IN_V the producer may now load V over it.
@@ -920,12 +927,12 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
       auto need_mask = [&](int n) {
         return LAZY ? n >= n_mask : (n * BN + BN > p.seqlen_k) || (causal && n * BN + BN - 1 > m0 + off);
       };
-      auto softmax = [&](int n, float& sc0, float& sc1) -> bool {
+      auto softmax = [&](int n, float& sc0, float& sc1, float grow_log2 = 8.f) -> bool {
         // need_mask(n), spelled out at D=64 (see need_mask)
         const bool masked = D == 64 ? (n * BN + BN > p.seqlen_k) || (causal && n * BN + BN - 1 > m0 + off) : need_mask(n);
         if (masked)
-          return softmax_tile<BN, true>(s, mA, mB, lA, lB, sc0, sc1, n * BN + colq, lim0, lim1, sl2);
-        return softmax_tile<BN, false>(s, mA, mB, lA, lB, sc0, sc1, n * BN + colq, lim0, lim1, sl2);
+          return softmax_tile<BN, true>(s, mA, mB, lA, lB, sc0, sc1, n * BN + colq, lim0, lim1, sl2, grow_log2);
+        return softmax_tile<BN, false>(s, mA, mB, lA, lB, sc0, sc1, n * BN + colq, lim0, lim1, sl2, grow_log2);
       };
       auto convert_p = [&]() {
 #pragma unroll
@@ -994,7 +1001,9 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
             gemm_s(st, sQc);  // S again (its P was taken against a max that moved too far)
             wgmma_wait<0>();
             fence_regs<BN / 2>(s);
-            grow = softmax(n, sc0, sc1);
+            // The exact max here: with the lazy one a row whose max came from few keys (the causal diagonal
+            // block) keeps failing softmax_fast block after block (a sum over 2^8 of P each under 2^8).
+            grow = softmax(n, sc0, sc1, FAH_LZ_EXACT ? 0.f : 8.f);
           }
           if (t128 == 0) mbar_arrive(barEmptyK(st));
         } else {
@@ -1322,6 +1331,10 @@ extern "C" int attention_forward(const void* q, const void* k, const void* v, vo
       // gain from the third warpgroup.
       if (causal && seqlen_q <= FAH_SQ64_2WG)
         return fah::launch<64, FAH_BN64, 3, 2, FAH_PP64 != 0>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
+#if FAH_LAZY64_NC
+      if (!causal)
+        return fah::launch<64, FAH_BN64, 3, FAH_NWG64, FAH_NWG64 == 2 ? FAH_PP64 != 0 : FAH_RR64 != 0, 0>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
+#endif
       return fah::launch<64, FAH_BN64, 3, FAH_NWG64, FAH_NWG64 == 2 ? FAH_PP64 != 0 : FAH_RR64 != 0>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
     case 128:
       if (!causal)
