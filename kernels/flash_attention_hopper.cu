@@ -56,6 +56,12 @@
 #ifndef FAH_LZ_EXACT  // 1: a block whose softmax_fast failed takes the exact row max (not the 2^8-lazy one)
 #define FAH_LZ_EXACT 1
 #endif
+#ifndef FAH_LAZY64_2WG  // 0: not in the 2-warpgroup D=64 kernel (short causal)
+#define FAH_LAZY64_2WG 0
+#endif
+#ifndef FAH_LZ_LAST  // 1: the last block of a tile tries softmax_fast too (Q is then released after the decision)
+#define FAH_LZ_LAST 0
+#endif
 #ifndef FAH_LAZY64_NC  // 1: D=64 without a causal mask runs its own kernel (CM 0) with softmax_fast
 #define FAH_LAZY64_NC 0
 #endif
@@ -829,7 +835,8 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
   int kv_it = 0, q_it = 0;
   // The 3-warpgroup D=64 kernel measured 2-4% slower with TMA stores (docs/perf.md, stage 2).
   constexpr bool TMA_ST = FAH_TMA_ST && D >= 128 && (L::STAGE_O || L::O_IN_V) && (!XT || FAH_XT_TMA);
-  constexpr bool LAZY = (D == 64 ? (FAH_LAZY64 || (FAH_LAZY64_NC && CM == 0)) : D == 128 ? FAH_LAZY128 : FAH_LAZY256) != 0 &&
+  constexpr bool LAZY = (D == 64 ? (FAH_LAZY64 || (FAH_LAZY64_NC && CM == 0)) && (FAH_LAZY64_2WG || NWG != 2)
+                                 : D == 128 ? FAH_LAZY128 : FAH_LAZY256) != 0 &&
                         (CM != 1 || FAH_LZ_CAUSAL == 1 || (FAH_LZ_CAUSAL == 2 && !PINGPONG));
   bool store_pending = false;  // thread 0 of the warpgroup: a TMA store of O still reads sO
   // Called once the next tile's first GEMM is under way (or it has none): the previous tile's O
@@ -988,8 +995,13 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
         bool grow = false;
         // softmax_fast on the blocks between the first and the last, once every row's max is finite.
         // The decision is the warpgroup's (a wgmma may follow); K stays held until it is made, so
-        // that S can be recomputed, and the last block (which releases Q) never tries.
+        // that S can be recomputed. The last block releases Q: it tries only with FAH_LZ_LAST, and then
+        // releases Q after the decision (a recomputed S needs it).
+#if FAH_LZ_LAST
+        const bool try_fast = LAZY && fin;
+#else
         const bool try_fast = LAZY && fin && it < n_max - 1;
+#endif
         if (try_fast) {
           float t0, t1;
           const bool bad = need_mask(n) ? softmax_fast<BN, true>(s, mA, mB, t0, t1, n * BN + colq, lim0, lim1, sl2)
@@ -1006,6 +1018,12 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
             grow = softmax(n, sc0, sc1, FAH_LZ_EXACT ? 0.f : 8.f);
           }
           if (t128 == 0) mbar_arrive(barEmptyK(st));
+#if FAH_LZ_LAST
+          if (it == n_max - 1) {
+            __syncwarp();
+            if (lane == 0) mbar_arrive(qempty(qb));
+          }
+#endif
         } else {
           if (t128 == 0) mbar_arrive(barEmptyK(st));
           // The last S GEMM of the tile has completed (as for the K stage above): release Q now, not
