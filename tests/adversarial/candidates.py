@@ -186,6 +186,53 @@ ENTRY {
     return honest_softmax(x, y, rows, cols);
 }
 """,
+    # No attack: the honest softmax twice, a slower kernel than the initial one, whose calls last twice as long
+    # (so wait for a core more often on a loaded machine): no bound may take it for a forgery.
+    "honest_twice": "ENTRY { honest_softmax(x, y, rows, cols); return honest_softmax(x, y, rows, cols); }\n",
+    # No attack: a faster honest softmax (exp from a polynomial, four lanes at a time in SSE2), whose calls
+    # are shorter than the initial kernel's: no bound may take it for a forgery.
+    "honest_fast": r"""
+#include <emmintrin.h>
+static inline __m128 exp4(__m128 x) {  // x <= 0: 2^(x log2 e) as 2^n (exponent bits) times 2^f, f in [0, 1)
+    __m128 t = _mm_max_ps(_mm_mul_ps(x, _mm_set1_ps(1.44269504f)), _mm_set1_ps(-126.0f));
+    __m128i n = _mm_cvttps_epi32(t);
+    __m128 nf = _mm_cvtepi32_ps(n);
+    __m128 below = _mm_cmplt_ps(t, nf);  // truncation rounded a negative t up: step down one
+    nf = _mm_sub_ps(nf, _mm_and_ps(below, _mm_set1_ps(1.0f)));
+    n = _mm_cvtps_epi32(nf);
+    __m128 f = _mm_sub_ps(t, nf);
+    __m128 p = _mm_set1_ps(1.8775767e-3f);
+    p = _mm_add_ps(_mm_mul_ps(p, f), _mm_set1_ps(8.9893397e-3f));
+    p = _mm_add_ps(_mm_mul_ps(p, f), _mm_set1_ps(5.5826318e-2f));
+    p = _mm_add_ps(_mm_mul_ps(p, f), _mm_set1_ps(2.4015361e-1f));
+    p = _mm_add_ps(_mm_mul_ps(p, f), _mm_set1_ps(6.9315308e-1f));
+    p = _mm_add_ps(_mm_mul_ps(p, f), _mm_set1_ps(9.9999994e-1f));
+    return _mm_castsi128_ps(_mm_add_epi32(_mm_castps_si128(p), _mm_slli_epi32(n, 23)));
+}
+ENTRY {
+    for (int r = 0; r < rows; ++r) {
+        const float* in = x + static_cast<long>(r) * cols;
+        float* out = y + static_cast<long>(r) * cols;
+        float m = in[0];
+        for (int c = 1; c < cols; ++c) m = in[c] > m ? in[c] : m;
+        const __m128 mv = _mm_set1_ps(m);
+        __m128 sum4 = _mm_setzero_ps();
+        int c = 0;
+        for (; c + 4 <= cols; c += 4) {
+            __m128 e = exp4(_mm_sub_ps(_mm_loadu_ps(in + c), mv));
+            _mm_storeu_ps(out + c, e);
+            sum4 = _mm_add_ps(sum4, e);
+        }
+        float lanes[4];
+        _mm_storeu_ps(lanes, sum4);
+        double sum = static_cast<double>(lanes[0]) + lanes[1] + lanes[2] + lanes[3];
+        for (; c < cols; ++c) { out[c] = std::exp(in[c] - m); sum += out[c]; }
+        const float inv = static_cast<float>(1.0 / sum);
+        for (c = 0; c < cols; ++c) out[c] *= inv;
+    }
+    return 0;
+}
+""",
     # Rewrites the runner's Python at load time so that every timed call claims half its time.
     "forge_time": forged_claims(0.5) + "ENTRY { return honest_softmax(x, y, rows, cols); }\n",
     # The same through the plain route: weak references to the C-API, which the audit names.

@@ -148,17 +148,27 @@ def test_candidate_code_naming_the_runners_interpreter_fails_the_audit(task: Tas
 
 def test_a_claim_8_percent_short_is_caught_by_the_runners_cpu_time(task: Task, cache: Path, one: Path,
                                                                     tmp_path: Path) -> None:
-    """Inside the wall clock's 10% slack; the kernel's accounting of the runner's CPU time has no such slack."""
+    """Inside the wall clock's 10% slack; the kernel's accounting of the runner's CPU time and of its waits
+    for a core has no such slack, loaded machine or not."""
     evaluation = run_evaluation(task, write_candidate(tmp_path, "forge_small"), timed(cache, one))
     assert evaluation.correct
-    candidate, initial = (evaluation.benchmarks[0].timing(name) for name in ("candidate", "initial"))
-    if candidate.status is TimingStatus.MEASURED and initial.cpu_overhead_ms < 0:
-        # Most of the trusted kernel's calls waited for a core: on a machine that loaded, waiting hides a
-        # short claim (a claim can then lose its waits, never go below its CPU time); the claim is not made.
-        pytest.skip(f"loaded machine: the initial kernel's median CPU time minus claim is "
-                    f"{initial.cpu_overhead_ms * 1e3:.0f} us")
+    candidate = evaluation.benchmarks[0].timing("candidate")
     assert candidate.status is TimingStatus.HIDDEN_WORK, candidate
     assert "CPU time" in candidate.detail
+
+
+@pytest.mark.parametrize("honest", ["honest_fast", "honest_twice"])
+def test_honest_kernels_faster_or_slower_than_the_initial_one_are_measured(task: Task, cache: Path, one: Path,
+                                                                            tmp_path: Path, honest: str) -> None:
+    """The other side of every clock bound: a kernel faster (2.5x on the 2-core development machine: shorter
+    calls) or 2x slower (longer calls, more waits for a core) than the trusted one, honest, is timed, not
+    flagged."""
+    evaluation = run_evaluation(task, write_candidate(tmp_path, honest), timed(cache, one))
+    assert evaluation.correct
+    candidate, initial = (evaluation.benchmarks[0].timing(name) for name in ("candidate", "initial"))
+    assert candidate.status is TimingStatus.MEASURED, candidate
+    faster = candidate.median_ms < initial.median_ms
+    assert faster is (honest == "honest_fast"), (candidate.median_ms, initial.median_ms)
 
 
 def test_an_output_cached_by_input_pointer_is_inputs_memoized(

@@ -18,11 +18,24 @@ def impl(claims: list[float], overhead: float, drain: float = 0.005, tail: int =
          span_overhead: float = math.nan, cpu_overhead: float = math.nan) -> CallTimes:
     """Calls of ``claims`` ms whose wall time is claim + ``overhead`` (the last ``tail`` calls 1 ms slower), whose
     span on the judge's device timeline is claim + ``span_overhead`` and whose runner CPU time is claim +
-    ``cpu_overhead`` (NaN: not measured)."""
+    ``cpu_overhead`` (NaN: not measured), never waiting for a core."""
     calls = CallTimes()
     for index, claim in enumerate(claims):
         slow = 1.0 if index >= len(claims) - tail else 0.0
-        calls.add(claim + overhead + slow, claim, drain, claim + span_overhead + slow, claim + cpu_overhead)
+        calls.add(claim + overhead + slow, claim, drain, claim + span_overhead + slow, claim + cpu_overhead,
+                  0.0 if not math.isnan(cpu_overhead) else math.nan)
+    return calls
+
+
+def waited(calls: CallTimes, waits_ms: list[float], claimed: bool = True) -> CallTimes:
+    """``calls`` with call i waiting ``waits_ms[i]`` for a core inside its timed interval: CPU time unchanged,
+    the wait accounted; the claim (a wall time) grows by it unless ``claimed`` is False (a claim that leaves
+    its waits out)."""
+    for index, wait in enumerate(waits_ms):
+        calls.queued_ms[index] += wait
+        calls.walls_ms[index] += wait
+        if claimed:
+            calls.claims_ms[index] += wait
     return calls
 
 
@@ -91,23 +104,47 @@ def test_the_attention_task_judges_the_span_and_a_task_not_measured_does_not() -
     assert load_task("rmsnorm_hopper").spec.timing.span_abs_ms is None
 
 
+CPU_RULE = TimingRule(hidden_work_abs_ms=0.3, hidden_work_rel=0.1, drain_abs_ms=0.3)
+
+
 def test_a_cpu_claim_short_of_the_runners_cpu_time_is_forged_even_within_the_wall_slack() -> None:
     """On a CPU task: 8% of a 6 ms call is 0.48 ms, inside the wall clock's 10%; the CPU-time bound's slack
-    is 2% (0.12 ms). Preemption only lowers CPU time minus claim, so an honest call never rises by it."""
-    rule = TimingRule(hidden_work_abs_ms=0.3, hidden_work_rel=0.1, drain_abs_ms=0.3)
+    is 150 us (2% of a call under 7.5 ms)."""
     reference = impl([12.0] * 20, overhead=0.20, cpu_overhead=0.08)
     forged = impl([5.52] * 20, overhead=0.20 + 0.48, cpu_overhead=0.08 + 0.48)
-    assert "forged" in hidden_work(forged, reference, rule) and "CPU time" in hidden_work(forged, reference, rule)
-    preempted = impl([6.0] * 20, overhead=0.20, cpu_overhead=-0.9, tail=5)
-    assert hidden_work(preempted, reference, rule) == ""
-    loaded = impl([12.0] * 20, overhead=0.20, cpu_overhead=0.30)  # 16 of its 20 calls waited 0.2 ms for a core
-    loaded.cpus_ms[:16] = [cpu - 0.2 for cpu in loaded.cpus_ms[:16]]
-    assert hidden_work(impl([6.0] * 20, overhead=0.20, cpu_overhead=0.30), loaded, rule) == ""
-    assert "CPU time" in hidden_work(impl([5.52] * 20, overhead=0.68, cpu_overhead=0.78), loaded, rule)
+    why = hidden_work(forged, reference, CPU_RULE)
+    assert "forged" in why and "CPU time" in why
+    assert hidden_work(impl([6.0] * 20, overhead=0.20, cpu_overhead=0.10), reference, CPU_RULE) == ""
+
+
+def test_one_slow_call_of_the_trusted_kernel_does_not_hide_a_short_claim() -> None:
+    """As in CI (2026-12-02): the trusted kernel's largest (CPU time - claim) came from one call, 0.6 ms above
+    the rest, and a claim 8% short passed under it. Medians on both sides: one call moves neither."""
+    reference = impl([12.0] * 20, overhead=0.20, cpu_overhead=0.45)
+    reference.cpus_ms[7] += 0.6
+    forged = impl([5.52] * 20, overhead=0.20 + 0.48, cpu_overhead=0.45 + 0.48)
+    assert "CPU time" in hidden_work(forged, reference, CPU_RULE)
+
+
+def test_waits_for_a_core_neither_flag_an_honest_kernel_nor_hide_a_short_claim() -> None:
+    """Waits are accounted, so on a loaded machine an honest call's (CPU + waits - claim) stays the runner's
+    overhead whichever implementation waited more; a claim that leaves its waits out is short by them."""
+    reference = waited(impl([12.0] * 20, overhead=0.20, cpu_overhead=0.30), [4.0] * 16)
+    honest = impl([6.0] * 20, overhead=0.20, cpu_overhead=0.30)
+    assert hidden_work(honest, reference, CPU_RULE) == ""
+    assert hidden_work(waited(impl([6.0] * 20, overhead=0.20, cpu_overhead=0.30), [4.0] * 15), reference,
+                       CPU_RULE) == ""
+    assert "CPU time" in hidden_work(impl([5.52] * 20, overhead=0.68, cpu_overhead=0.78), reference, CPU_RULE)
+    waits_left_out = waited(impl([6.0] * 20, overhead=0.20, cpu_overhead=0.30), [1.0] * 15, claimed=False)
+    assert "CPU time" in hidden_work(waits_left_out, reference, CPU_RULE)
+
+
+def test_a_trusted_kernel_that_sleeps_or_no_accounting_leaves_the_wall_clock_alone() -> None:
     sleeping = impl([12.0] * 20, overhead=0.20, cpu_overhead=-5.0)  # a trusted kernel that waits: no calibration
-    assert hidden_work(impl([6.0] * 20, overhead=0.20, cpu_overhead=0.08), sleeping, rule) == ""
+    assert hidden_work(impl([6.0] * 20, overhead=0.20, cpu_overhead=0.08), sleeping, CPU_RULE) == ""
     unmeasured = impl([5.52] * 20, overhead=0.68)
-    assert hidden_work(unmeasured, impl([12.0] * 20, overhead=0.20), rule) == ""  # NaN: the wall bound alone
+    assert hidden_work(unmeasured, impl([12.0] * 20, overhead=0.20), CPU_RULE) == ""  # NaN: the wall bound alone
+    assert "judge's clock" in hidden_work(impl([5.52] * 20, overhead=1.4), impl([12.0] * 20, overhead=0.20), CPU_RULE)
 
 
 def test_every_repetition_gets_its_own_inputs() -> None:

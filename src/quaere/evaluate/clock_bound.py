@@ -6,7 +6,8 @@ compares a robust statistic of that difference between the candidate and the tru
 timed the same way in the same interleaved run. Beyond the task's slack the timing is ``hidden_work``:
 
 * drain: device work still running after the call's end event (a stream the events did not see);
-* CPU time (CPU tasks): the kernel's accounting of the runner's CPU time, which its code cannot lower;
+* CPU time (CPU tasks): the kernel's accounting of the runner's CPU time and of its waits for a core,
+  which its code cannot lower;
 * wall clock: the judge's own round trip, the coarsest, for every task;
 * device-timeline span (GPU tasks that set ``TimingRule.span_abs_ms``): the judge's own events around the
   call, which see a forged claim the host clock's scheduling noise can hide on short calls.
@@ -35,13 +36,17 @@ class CallTimes:
     """The judge's own device-timeline span around the call (:meth:`~quaere.evaluate.timing.Clock.bracket`)."""
     cpus_ms: list[float] = field(default_factory=list)
     """The runner's scheduler-accounted CPU time during the request (NaN when not accounted)."""
+    queued_ms: list[float] = field(default_factory=list)
+    """The time the runner was runnable but waiting for a core during the request (NaN when not accounted)."""
 
-    def add(self, wall_ms: float, claim_ms: float, drain_ms: float, span_ms: float, cpu_ms: float) -> None:
+    def add(self, wall_ms: float, claim_ms: float, drain_ms: float, span_ms: float, cpu_ms: float,
+            queued_ms: float) -> None:
         self.walls_ms.append(wall_ms)
         self.claims_ms.append(claim_ms)
         self.drains_ms.append(drain_ms)
         self.spans_ms.append(span_ms)
         self.cpus_ms.append(cpu_ms)
+        self.queued_ms.append(queued_ms)
 
     def overhead_ms(self) -> float:
         """Lower quartile of (judge's wall time - claimed time).
@@ -52,22 +57,15 @@ class CallTimes:
         call."""
         return stats.quantile([w - c for w, c in zip(self.walls_ms, self.claims_ms, strict=True)], 0.25)
 
-    def _cpu_minus_claims(self) -> list[float]:
-        return [u - c for u, c in zip(self.cpus_ms, self.claims_ms, strict=True) if not math.isnan(u)]
-
     def cpu_overhead_ms(self) -> float:
-        """Median of (the runner's CPU time per call - its claim); NaN when not accounted. Waiting for a core
-        only lowers it (the claim is a wall time inside the runner); a claim shorter than the work raises
-        every call by the amount."""
-        pairs = self._cpu_minus_claims()
+        """Median of (the runner's CPU time + its waits for a core - its claim) per call; NaN when not
+        accounted. A claim is a wall time inside the runner, so for an honest call the difference is the
+        runner's own overhead outside the claimed interval, whether or not the call waited for a core; a
+        claim shorter than the work raises it by the amount. The median, as the reported time is one: a claim
+        that moves the median time moves the median of this difference too."""
+        pairs = [u + q - c for u, q, c in zip(self.cpus_ms, self.queued_ms, self.claims_ms, strict=True)
+                 if not math.isnan(u + q)]
         return stats.median(pairs) if pairs else math.nan
-
-    def cpu_overhead_ceiling_ms(self) -> float:
-        """Largest (CPU time - claim) over the calls: the runner's own overhead as a call that never waited
-        for a core shows it (on a loaded machine most calls wait; one that did not is enough); NaN when not
-        accounted."""
-        pairs = self._cpu_minus_claims()
-        return max(pairs) if pairs else math.nan
 
     def span_overhead_ms(self) -> float:
         """Lower quartile of (the judge's device-timeline span - claimed time); NaN without spans.
@@ -96,17 +94,16 @@ def hidden_work(impl: CallTimes, reference: CallTimes | None, timing: TimingRule
                 "not see")
     if reference is None or not reference.claims_ms or reference is impl:
         return ""
-    # The trusted kernel's CPU time above its claim, in a call that did not wait for a core, is the runner's
-    # own overhead; the candidate's median is compared with it (waiting only lowers either, so a loaded
-    # machine cannot make an honest candidate look forged). Negative even there: the trusted kernel waits
-    # in its calls (sleeps, blocks) and calibrates nothing. NaN (not accounted) fails both comparisons.
-    reference_cpu = reference.cpu_overhead_ceiling_ms()
+    # The same difference for the trusted kernel, timed interleaved with the candidate, is the runner's own
+    # overhead. Negative: the trusted kernel sleeps or blocks in its calls and calibrates nothing. NaN (not
+    # accounted) fails both comparisons.
+    reference_cpu = reference.cpu_overhead_ms()
     cpu_excess = impl.cpu_overhead_ms() - reference_cpu if reference_cpu >= 0 else math.nan
     cpu_slack = _slack_ms(timing.cpu_rel, device_ms, timing.cpu_abs_ms)
     if cpu_excess > cpu_slack:
-        return (f"the runner ran {cpu_excess * 1e3:.0f} us more CPU time per call than its claimed time accounts "
-                f"for, beyond the trusted initial kernel's (median of {len(impl.cpus_ms)} calls against its "
-                f"largest, slack {cpu_slack * 1e3:.0f} us): a forged time")
+        return (f"the runner's CPU time plus its waits for a core exceeded its claimed time by {cpu_excess * 1e3:.0f} "
+                f"us more per call than the trusted initial kernel's (medians of {len(impl.cpus_ms)} and "
+                f"{len(reference.cpus_ms)} calls, slack {cpu_slack * 1e3:.0f} us): a forged time")
     wall = _quartile_bound("the judge's clock saw", impl.overhead_ms() - reference.overhead_ms(),
                            _slack_ms(timing.hidden_work_rel, device_ms, timing.hidden_work_abs_ms), len(impl.walls_ms))
     if wall or timing.span_abs_ms is None:

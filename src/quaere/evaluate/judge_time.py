@@ -126,7 +126,7 @@ class NativeImpl:
         covered_ns = time.perf_counter_ns()
         args = ctx.buffers.arguments(ctx.state.task.module.arguments(ctx.scenario), slot)
         lead_ms = (time.perf_counter_ns() - covered_ns) / 1e6  # of the cover, spent before the request left
-        cpu_before_ms = self.runner.cpu_ms() if self.cpu_accounted else math.nan
+        sched_before_ms = self.runner.sched_ms() if self.cpu_accounted else (math.nan, math.nan)
         try:
             timed, span_ms = clock.bracket(lambda: self.runner.call(args, timed=True, timeout_s=ctx.timeout_s))
         except RunnerLost as lost:
@@ -135,10 +135,12 @@ class NativeImpl:
         reply = timed.reply
         if reply.code != 0:
             raise TimingFailure(TimingStatus.FAILED, f"entry point returned {reply.code}")
-        cpu_ms = self.runner.cpu_ms() - cpu_before_ms if self.cpu_accounted else math.nan
-        self.calls.add(timed.wall_ms, float(reply.device_ms or 0.0), float(reply.drain_ms or 0.0), span_ms, cpu_ms)
+        sched_ms = self.runner.sched_ms() if self.cpu_accounted else (math.nan, math.nan)
+        cpu_ms, queued_ms = (after - before for after, before in zip(sched_ms, sched_before_ms, strict=True))
+        self.calls.add(timed.wall_ms, float(reply.device_ms or 0.0), float(reply.drain_ms or 0.0), span_ms, cpu_ms,
+                       queued_ms)
         ctx.log_call(self.name, index, reply, wall_ms=timed.wall_ms, span_ms=span_ms, cover_lead_ms=lead_ms,
-                     cpu_ms=cpu_ms)
+                     cpu_ms=cpu_ms, queued_ms=queued_ms)
         if self.schedule is not None:
             check_inputs_kept(ops, ctx.buffers.inputs, written, index)
         self._verify(outputs, sample, index)

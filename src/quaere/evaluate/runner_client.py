@@ -169,15 +169,23 @@ class RunnerProcess:
         CPU time is then comparable to a wall-time claim (parallel threads would add up past it)."""
         return bool(self.config.policy.get("seccomp")) and not self.config.policy.get("threads")
 
-    def cpu_ms(self) -> float:
-        """CPU time the runner's threads have run so far, from the kernel's scheduler accounting
-        (``/proc/<pid>/task/*/schedstat``, ns): the candidate's code cannot lower it, and time spent
-        waiting for a core is not in it (nor the time of threads that have ended). NaN where it cannot be read."""
+    def sched_ms(self) -> tuple[float, float]:
+        """(CPU time, time runnable but waiting for a core) of the runner so far, in ms, as the kernel
+        accounts them: the candidate's code can lower neither. (NaN, NaN) where they cannot be read.
+
+        The CPU time is the process's CPU-time clock, which the kernel brings up to date when read (and which
+        keeps the time of threads that ended); ``/proc/<pid>/task/*/schedstat``'s count is brought up to date
+        only when a thread stops running or at its scheduler tick (4 ms apart at HZ=250), so a runner still
+        running at the read, which a candidate can arrange, would hide up to a tick of its call there. The
+        waits come from schedstat (ns): a wait still in progress at the read comes after the reply."""
         try:
-            threads = list(Path(f"/proc/{self.pid}/task").glob("*/schedstat"))
-            return sum(int(path.read_text().split()[0]) for path in threads) / 1e6 if threads else math.nan
+            cpu_ms = time.clock_gettime(_cpu_clock(self.pid)) * 1e3
+            threads = [path.read_text().split() for path in Path(f"/proc/{self.pid}/task").glob("*/schedstat")]
+            if not threads:
+                return math.nan, math.nan
+            return cpu_ms, sum(int(t[1]) for t in threads) / 1e6
         except (OSError, ValueError, IndexError):
-            return math.nan
+            return math.nan, math.nan
 
     def read_maps(self) -> str:
         """``/proc/<pid>/maps`` as the judge reads it ('' once the runner is gone)."""
@@ -284,3 +292,9 @@ class RunnerProcess:
                "processes...)" if verdict is Verdict.SANDBOX_VIOLATION else ""
         detail = f"runner {describe_exit(code)}{what}" + (f"; stderr tail:\n{tail}" if tail else "")
         return RunnerLost(verdict, detail)
+
+
+def _cpu_clock(pid: int) -> int:
+    """The clock id of process ``pid``'s CPU-time clock (glibc's ``clock_getcpuclockid``: the kernel's
+    ``CPUCLOCK_SCHED`` clock of the whole thread group)."""
+    return (~pid << 3) | 2
