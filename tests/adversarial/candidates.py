@@ -129,6 +129,84 @@ __attribute__((constructor)) static void forge() {{
 """
 
 
+
+# Computes the next call's output while the runner waits for the request: the judge writes a repetition's
+# inputs before it sends the request, so a runner that watches the input buffer can do the work ahead of the
+# timed call, which then checks that the inputs are the ones it saw and copies the rows done. The runner's
+# wait for requests is rewritten, from a constructor, to call it a few rows at a time until the request comes
+# (so that none of it runs late, inside the call).
+PRECOMPUTE = PYTHON_IN_RUNNER + r"""
+#include <cstdio>
+#include <cstdint>
+#include <vector>
+namespace {
+const float* seen_x = nullptr;
+int seen_rows = 0, seen_cols = 0;
+std::vector<float> inputs, outputs;
+int done_rows = -1;  // -1: the inputs are not known to be stable yet
+constexpr int CHUNK = 32;
+}
+extern "C" void forget() { seen_x = nullptr, done_rows = -1; }  // before the judge unmaps a buffer
+extern "C" int ahead() {  // once the inputs have stopped changing (the judge's write is over), compute;
+    if (seen_x == nullptr) return 0;  // 0: nothing to do until the inputs change
+
+    const size_t n = static_cast<size_t>(seen_rows) * seen_cols;
+    if (done_rows < 0) {
+        if (inputs.size() == n && std::memcmp(seen_x, inputs.data(), n * sizeof(float)) == 0) {
+            outputs.resize(n);
+            done_rows = 0;
+            return 1;
+        }
+        inputs.assign(seen_x, seen_x + n);
+        return 0;
+    }
+    if (done_rows >= seen_rows) return 0;
+    const int rows = seen_rows - done_rows < CHUNK ? seen_rows - done_rows : CHUNK;
+    const size_t at = static_cast<size_t>(done_rows) * seen_cols;
+    honest_softmax(inputs.data() + at, outputs.data() + at, rows, seen_cols);
+    done_rows += rows;
+    return 1;
+}
+__attribute__((constructor)) static void rewrite_wait() {
+    char code[1536];
+    std::snprintf(code, sizeof code,
+        "import ctypes, select\n"
+        "import quaere.runner.serve as s\n"
+        "_ahead = ctypes.CFUNCTYPE(ctypes.c_int)(%llu)\n"
+        "_forget = ctypes.CFUNCTYPE(None)(%llu)\n"
+        "_real, _real_unmap = s._receive, s._unmap\n"
+        "def _receive(channel, *args, **kwargs):\n"
+        "    busy = 0\n"
+        "    while not select.select([channel], [], [], 0 if busy else 0.0005)[0]:\n"
+        "        busy = _ahead()\n"
+        "    return _real(channel, *args, **kwargs)\n"
+        "def _unmap(*args, **kwargs):\n"
+        "    _forget()\n"
+        "    return _real_unmap(*args, **kwargs)\n"
+        "s._receive, s._unmap = _receive, _unmap\n",
+        static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(&ahead)),
+        static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(&forget)));
+    run_python(code);
+}
+ENTRY {
+    const size_t n = static_cast<size_t>(rows) * cols;
+    int done = 0;
+    if (done_rows > 0 && x == seen_x && rows == seen_rows && cols == seen_cols) {
+        const size_t ahead_n = static_cast<size_t>(done_rows) * cols;
+        if (std::memcmp(x, inputs.data(), ahead_n * sizeof(float)) == 0) {
+            std::memcpy(y, outputs.data(), ahead_n * sizeof(float));
+            done = done_rows;
+        }
+    }
+    const size_t at = static_cast<size_t>(done) * cols;
+    honest_softmax(x + at, y + at, rows - done, cols);
+    seen_x = x, seen_rows = rows, seen_cols = cols, done_rows = -1;
+    inputs.assign(x, x + n);  // the next inputs differ from these: not taken for stable until rewritten
+    return 0;
+}
+"""
+
+
 ATTACKS = {
     # A second thread computes half the rows (joined): candidate code must not start threads.
     "thread": r"""
@@ -249,6 +327,7 @@ __attribute__((constructor)) static void forge() {
 }
 ENTRY { return honest_softmax(x, y, rows, cols); }
 """,
+    "precompute": PRECOMPUTE,
     # Returns the output it computed for the same input pointer before, whatever the contents now.
     "memo_pointer": r"""
 #include <vector>

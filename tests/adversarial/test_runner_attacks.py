@@ -157,6 +157,18 @@ def test_a_claim_8_percent_short_is_caught_by_the_runners_cpu_time(task: Task, c
     assert "CPU time" in candidate.detail
 
 
+def test_work_done_between_calls_on_inputs_already_written_is_hidden_work(task: Task, cache: Path, one: Path,
+                                                                         tmp_path: Path) -> None:
+    """The runner's wait for a request, rewritten to compute the next output once the judge has written the
+    inputs: the timed call only copies it. A CPU runner blocks between requests, so the CPU time it runs
+    there is counted with its next call's."""
+    evaluation = run_evaluation(task, write_candidate(tmp_path, "precompute"), timed(cache, one))
+    assert evaluation.correct
+    candidate = evaluation.benchmarks[0].timing("candidate")
+    assert candidate.status is TimingStatus.HIDDEN_WORK, candidate
+    assert "between them" in candidate.detail
+
+
 @pytest.mark.parametrize("honest", ["honest_fast", "honest_twice"])
 def test_honest_kernels_faster_or_slower_than_the_initial_one_are_measured(task: Task, cache: Path, one: Path,
                                                                             tmp_path: Path, honest: str) -> None:
@@ -165,10 +177,8 @@ def test_honest_kernels_faster_or_slower_than_the_initial_one_are_measured(task:
     flagged."""
     evaluation = run_evaluation(task, write_candidate(tmp_path, honest), timed(cache, one))
     assert evaluation.correct
-    candidate, initial = (evaluation.benchmarks[0].timing(name) for name in ("candidate", "initial"))
+    candidate = evaluation.benchmarks[0].timing("candidate")
     assert candidate.status is TimingStatus.MEASURED, candidate
-    faster = candidate.median_ms < initial.median_ms
-    assert faster is (honest == "honest_fast"), (candidate.median_ms, initial.median_ms)
 
 
 def test_an_output_cached_by_input_pointer_is_inputs_memoized(

@@ -35,7 +35,8 @@ class CallTimes:
     spans_ms: list[float] = field(default_factory=list)
     """The judge's own device-timeline span around the call (:meth:`~quaere.evaluate.timing.Clock.bracket`)."""
     cpus_ms: list[float] = field(default_factory=list)
-    """The runner's scheduler-accounted CPU time during the request (NaN when not accounted)."""
+    """The runner's kernel-accounted CPU time during the request and since its previous reply (NaN when not
+    accounted): a runner blocks between requests, so work done ahead of a call is counted in it."""
     queued_ms: list[float] = field(default_factory=list)
     """The time the runner was runnable but waiting for a core during the request (NaN when not accounted)."""
 
@@ -101,9 +102,10 @@ def hidden_work(impl: CallTimes, reference: CallTimes | None, timing: TimingRule
     cpu_excess = impl.cpu_overhead_ms() - reference_cpu if reference_cpu >= 0 else math.nan
     cpu_slack = _slack_ms(timing.cpu_rel, device_ms, timing.cpu_abs_ms)
     if cpu_excess > cpu_slack:
-        return (f"the runner's CPU time plus its waits for a core exceeded its claimed time by {cpu_excess * 1e3:.0f} "
-                f"us more per call than the trusted initial kernel's (medians of {len(impl.cpus_ms)} and "
-                f"{len(reference.cpus_ms)} calls, slack {cpu_slack * 1e3:.0f} us): a forged time")
+        return (f"the runner's CPU time (in its calls and between them) plus its waits for a core exceeded its "
+                f"claimed time by {cpu_excess * 1e3:.0f} us more per call than the trusted initial kernel's (medians "
+                f"of {len(impl.cpus_ms)} and {len(reference.cpus_ms)} calls, slack {cpu_slack * 1e3:.0f} us): work "
+                "outside the timed call, or a forged time")
     wall = _quartile_bound("the judge's clock saw", impl.overhead_ms() - reference.overhead_ms(),
                            _slack_ms(timing.hidden_work_rel, device_ms, timing.hidden_work_abs_ms), len(impl.walls_ms))
     if wall or timing.span_abs_ms is None:

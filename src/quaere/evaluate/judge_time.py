@@ -99,11 +99,6 @@ class NativeImpl:
     ctx: Context
     runner: RunnerProcess
     calls: CallTimes = field(default_factory=CallTimes)
-    cpu_accounted: bool = False
-    """A CPU task's single-threaded runner: the kernel's CPU time is the work, so the runner's
-    scheduler-accounted CPU time per call (which its code cannot lower) bounds its claim. Not on a GPU,
-    where the runner's CPU time is its own choice (a spin or a blocking wait), nor where threads are
-    allowed (their CPU times add up past the wall time)."""
     seen_outputs: set[str] = field(default_factory=set)
     schedule: FullCheckSchedule | None = None
     """When set (the candidate), the calls whose whole output is checked, and every call's inputs too."""
@@ -126,7 +121,6 @@ class NativeImpl:
         covered_ns = time.perf_counter_ns()
         args = ctx.buffers.arguments(ctx.state.task.module.arguments(ctx.scenario), slot)
         lead_ms = (time.perf_counter_ns() - covered_ns) / 1e6  # of the cover, spent before the request left
-        sched_before_ms = self.runner.sched_ms() if self.cpu_accounted else (math.nan, math.nan)
         try:
             timed, span_ms = clock.bracket(lambda: self.runner.call(args, timed=True, timeout_s=ctx.timeout_s))
         except RunnerLost as lost:
@@ -135,12 +129,11 @@ class NativeImpl:
         reply = timed.reply
         if reply.code != 0:
             raise TimingFailure(TimingStatus.FAILED, f"entry point returned {reply.code}")
-        sched_ms = self.runner.sched_ms() if self.cpu_accounted else (math.nan, math.nan)
-        cpu_ms, queued_ms = (after - before for after, before in zip(sched_ms, sched_before_ms, strict=True))
-        self.calls.add(timed.wall_ms, float(reply.device_ms or 0.0), float(reply.drain_ms or 0.0), span_ms, cpu_ms,
-                       queued_ms)
+        accounted = timed.accounted
+        self.calls.add(timed.wall_ms, float(reply.device_ms or 0.0), float(reply.drain_ms or 0.0), span_ms,
+                       accounted.cpu_ms + accounted.idle_cpu_ms, accounted.queued_ms)
         ctx.log_call(self.name, index, reply, wall_ms=timed.wall_ms, span_ms=span_ms, cover_lead_ms=lead_ms,
-                     cpu_ms=cpu_ms, queued_ms=queued_ms)
+                     cpu_ms=accounted.cpu_ms, queued_ms=accounted.queued_ms, idle_cpu_ms=accounted.idle_cpu_ms)
         if self.schedule is not None:
             check_inputs_kept(ops, ctx.buffers.inputs, written, index)
         self._verify(outputs, sample, index)
@@ -200,8 +193,7 @@ def _native(ctx: Context, name: str, ref32: dict, lows: dict) -> NativeImpl:
     runner = state.runners.get(name)
     state.share(runner, ctx.buffers.shared(), ctx.timeout_s)
     schedule = FullCheckSchedule(ctx.timing.full_check_share) if name in UNTRUSTED else None
-    accounted = state.task.spec.device == "cpu" and runner.single_threaded
-    impl = NativeImpl(name, ctx, runner, schedule=schedule, cpu_accounted=accounted)
+    impl = NativeImpl(name, ctx, runner, schedule=schedule)
     outputs = ctx.buffers.output_sets[0]
     outputs.poison()
     ctx.buffers.refill_workspace()

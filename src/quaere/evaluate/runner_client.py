@@ -76,11 +76,26 @@ class RunnerConfig:
 
 
 @dataclass(frozen=True)
+class Accounted:
+    """The kernel's accounting of a runner around one call (ms; NaN where the runner is not accounted:
+    see :attr:`RunnerProcess.cpu_accountable`)."""
+
+    cpu_ms: float = math.nan
+    """CPU time from just before the request to just after the reply."""
+    queued_ms: float = math.nan
+    """Time runnable but waiting for a core over the same interval."""
+    idle_cpu_ms: float = math.nan
+    """CPU time from the reply to the runner's previous request to this request: a runner that has replied
+    blocks on its next request, so this is work done between requests (on inputs the judge already wrote)."""
+
+
+@dataclass(frozen=True)
 class Timed:
-    """A reply and how long the judge waited for it, by its own clock."""
+    """A reply, how long the judge waited for it by its own clock, and the kernel's accounting of the runner."""
 
     reply: CallReply
     wall_ms: float
+    accounted: Accounted = Accounted()
 
 
 class RunnerProcess:
@@ -104,6 +119,8 @@ class RunnerProcess:
         self.maps_before = ""
         self.mapped: set[str] = set()
         """Ids of the judge's buffers this runner has mapped (the judge's bookkeeping, not the runner's word)."""
+        self._cpu_at_reply_ms = math.nan
+        """The runner's CPU time when its latest reply came (accountable runners only)."""
 
     # -- lifecycle ------------------------------------------------------------------------------------
 
@@ -113,7 +130,7 @@ class RunnerProcess:
         if ready.pid != self.pid:
             raise self._tampered(f"the runner says it is pid {ready.pid}, the judge started pid {self.pid}")
         self.maps_before = self.read_maps()
-        loaded = self._parse(self._exchange({"op": "load"}, self.config.start_timeout_s), LoadReply)
+        loaded = self._parse(self._replied(self._exchange({"op": "load"}, self.config.start_timeout_s)), LoadReply)
         self.isolation = loaded.isolation.model_copy(update={
             "separate_process": True, "runner_uid": self._uid(), "judge_uid": os.getuid()})
         return loaded
@@ -145,29 +162,46 @@ class RunnerProcess:
 
     def map(self, buffers: list[BufferSpec], fds: list[int], timeout_s: float) -> None:
         message = {"op": "map", "buffers": [b.model_dump(mode="json") for b in buffers]}
-        self._ok(self._exchange(message, timeout_s, fds))
+        self._ok(self._replied(self._exchange(message, timeout_s, fds)))
         self.mapped.update(b.id for b in buffers)
 
     def unmap(self, ids: list[str], timeout_s: float) -> None:
-        self._ok(self._exchange({"op": "unmap", "ids": ids}, timeout_s))
+        self._ok(self._replied(self._exchange({"op": "unmap", "ids": ids}, timeout_s)))
         self.mapped.difference_update(ids)
 
     def call(self, args: list[ArgSpec], timed: bool, timeout_s: float) -> Timed:
         message = {"op": "call", "args": [a.model_dump(mode="json", exclude_none=True) for a in args],
                    "timed": timed}
+        before = self.sched_ms() if self.cpu_accountable else (math.nan, math.nan)
         started = time.perf_counter_ns()
         raw = self._exchange(message, timeout_s)
         wall_ms = (time.perf_counter_ns() - started) / 1e6
+        after = self.sched_ms() if self.cpu_accountable else (math.nan, math.nan)
+        accounted = Accounted(after[0] - before[0], after[1] - before[1], before[0] - self._cpu_at_reply_ms)
+        self._cpu_at_reply_ms = after[0]
         reply = self._parse(raw, CallReply)
         if timed and reply.device_ms is None:
             raise self._tampered("a timed call came back without a device time")
-        return Timed(reply, wall_ms)
+        return Timed(reply, wall_ms, accounted)
 
     @property
     def single_threaded(self) -> bool:
         """The judge's own policy keeps candidate code to one thread (seccomp on, threads off): the runner's
         CPU time is then comparable to a wall-time claim (parallel threads would add up past it)."""
         return bool(self.config.policy.get("seccomp")) and not self.config.policy.get("threads")
+
+    @property
+    def cpu_accountable(self) -> bool:
+        """A CPU task's single-threaded runner: the kernel's work is the runner's CPU time, which its code
+        cannot lower, so the kernel's accounting bounds its claims (:class:`Accounted`). Not on a GPU, where
+        the runner's CPU time is its own choice (a spin or a blocking wait), nor where threads are allowed."""
+        return self.config.device == "cpu" and self.single_threaded
+
+    def _replied(self, reply: dict) -> dict:
+        """``reply``, after noting the runner's CPU time at its arrival (the start of its idle time)."""
+        if self.cpu_accountable:
+            self._cpu_at_reply_ms = self.sched_ms()[0]
+        return reply
 
     def sched_ms(self) -> tuple[float, float]:
         """(CPU time, time runnable but waiting for a core) of the runner so far, in ms, as the kernel

@@ -185,13 +185,15 @@ def _send(channel: socket.socket, reply: dict) -> None:
 
 
 SPIN_S = 0.05
-"""After each reply the runner polls for the next request this long before it blocks: during timing the
-next request comes within a millisecond, and a process woken from a blocking read adds a scheduler delay
-that varies by tens of microseconds, which is noise in the judge's clock bound."""
+"""On a GPU, after each reply the runner polls for the next request this long before it blocks: during
+timing the next request comes within a millisecond, and a process woken from a blocking read adds a
+scheduler delay that varies by tens of microseconds, which is noise in the judge's clock bound. A CPU
+runner blocks at once: the judge counts the CPU time it runs between requests as its calls' (work done
+ahead of a call on inputs already written), which a poll would fill."""
 
 
-def _receive(channel: socket.socket) -> tuple[dict | None, list[int]]:
-    deadline = time.perf_counter() + SPIN_S
+def _receive(channel: socket.socket, spin_s: float) -> tuple[dict | None, list[int]]:
+    deadline = time.perf_counter() + spin_s
     while True:
         try:
             data, fds, _flags, _address = socket.recv_fds(channel, MAX_MESSAGE, 16, socket.MSG_DONTWAIT)
@@ -225,11 +227,12 @@ def _load(state: State, config: dict, channel: socket.socket) -> bool:
 def serve(config: dict, channel: socket.socket) -> None:
     state = State(Device.open(config["device"]))
     _send(channel, {"ok": True, "op": "ready", "pid": os.getpid()})
-    request, _ = _receive(channel)
+    spin_s = SPIN_S if state.device.driver is not None else 0.0
+    request, _ = _receive(channel, spin_s)
     if request is None or request.get("op") != "load" or not _load(state, config, channel):
         return
     while True:
-        request, fds = _receive(channel)
+        request, fds = _receive(channel, spin_s)
         if request is None or request.get("op") == "exit":
             return
         try:
