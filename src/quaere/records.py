@@ -129,8 +129,9 @@ class Timing(Record):
     drain_ms: MaybeFloat = Field(default=math.nan, description="Native implementations: median time device work "
                                  "went on after the timed interval's end event.")
     cpu_overhead_ms: MaybeFloat = Field(default=math.nan, description="Native implementations of a CPU task: "
-                                        "median of the runner's kernel-accounted CPU time plus waits for a core "
-                                        "per call minus the claimed time (the CPU-time bound's input).")
+                                        "median of the runner's kernel-accounted CPU time (in the call and since "
+                                        "its previous reply) plus waits for a core, minus the claimed time (the "
+                                        "CPU-time bound's input).")
     span_overhead_ms: MaybeFloat = Field(default=math.nan, description="Native implementations on a GPU: lower "
                                          "quartile of the judge's own device-timeline span per call minus the "
                                          "claimed device time (judged where the task sets timing.span_abs_ms).")

@@ -25,6 +25,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from quaere.evaluate.cpu_accounting import Accounted, sched_ms
 from quaere.evaluate.protocol import ArgSpec, BufferSpec, CallReply, LoadReply, ReadyReply
 from quaere.records import Isolation, Verdict
 
@@ -73,20 +74,6 @@ class RunnerConfig:
     env: dict[str, str]
     stderr_path: Path
     start_timeout_s: float
-
-
-@dataclass(frozen=True)
-class Accounted:
-    """The kernel's accounting of a runner around one call (ms; NaN where the runner is not accounted:
-    see :attr:`RunnerProcess.cpu_accountable`)."""
-
-    cpu_ms: float = math.nan
-    """CPU time from just before the request to just after the reply."""
-    queued_ms: float = math.nan
-    """Time runnable but waiting for a core over the same interval."""
-    idle_cpu_ms: float = math.nan
-    """CPU time from the reply to the runner's previous request to this request: a runner that has replied
-    blocks on its next request, so this is work done between requests (on inputs the judge already wrote)."""
 
 
 @dataclass(frozen=True)
@@ -172,11 +159,11 @@ class RunnerProcess:
     def call(self, args: list[ArgSpec], timed: bool, timeout_s: float) -> Timed:
         message = {"op": "call", "args": [a.model_dump(mode="json", exclude_none=True) for a in args],
                    "timed": timed}
-        before = self.sched_ms() if self.cpu_accountable else (math.nan, math.nan)
+        before = sched_ms(self.pid) if self.cpu_accountable else (math.nan, math.nan)
         started = time.perf_counter_ns()
         raw = self._exchange(message, timeout_s)
         wall_ms = (time.perf_counter_ns() - started) / 1e6
-        after = self.sched_ms() if self.cpu_accountable else (math.nan, math.nan)
+        after = sched_ms(self.pid) if self.cpu_accountable else (math.nan, math.nan)
         accounted = Accounted(after[0] - before[0], after[1] - before[1], before[0] - self._cpu_at_reply_ms)
         self._cpu_at_reply_ms = after[0]
         reply = self._parse(raw, CallReply)
@@ -200,26 +187,8 @@ class RunnerProcess:
     def _replied(self, reply: dict) -> dict:
         """``reply``, after noting the runner's CPU time at its arrival (the start of its idle time)."""
         if self.cpu_accountable:
-            self._cpu_at_reply_ms = self.sched_ms()[0]
+            self._cpu_at_reply_ms = sched_ms(self.pid)[0]
         return reply
-
-    def sched_ms(self) -> tuple[float, float]:
-        """(CPU time, time runnable but waiting for a core) of the runner so far, in ms, as the kernel
-        accounts them: the candidate's code can lower neither. (NaN, NaN) where they cannot be read.
-
-        The CPU time is the process's CPU-time clock, which the kernel brings up to date when read (and which
-        keeps the time of threads that ended); ``/proc/<pid>/task/*/schedstat``'s count is brought up to date
-        only when a thread stops running or at its scheduler tick (4 ms apart at HZ=250), so a runner still
-        running at the read, which a candidate can arrange, would hide up to a tick of its call there. The
-        waits come from schedstat (ns): a wait still in progress at the read comes after the reply."""
-        try:
-            cpu_ms = time.clock_gettime(_cpu_clock(self.pid)) * 1e3
-            threads = [path.read_text().split() for path in Path(f"/proc/{self.pid}/task").glob("*/schedstat")]
-            if not threads:
-                return math.nan, math.nan
-            return cpu_ms, sum(int(t[1]) for t in threads) / 1e6
-        except (OSError, ValueError, IndexError):
-            return math.nan, math.nan
 
     def read_maps(self) -> str:
         """``/proc/<pid>/maps`` as the judge reads it ('' once the runner is gone)."""
@@ -327,8 +296,3 @@ class RunnerProcess:
         detail = f"runner {describe_exit(code)}{what}" + (f"; stderr tail:\n{tail}" if tail else "")
         return RunnerLost(verdict, detail)
 
-
-def _cpu_clock(pid: int) -> int:
-    """The clock id of process ``pid``'s CPU-time clock (glibc's ``clock_getcpuclockid``: the kernel's
-    ``CPUCLOCK_SCHED`` clock of the whole thread group)."""
-    return (~pid << 3) | 2
