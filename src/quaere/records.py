@@ -132,6 +132,9 @@ class Timing(Record):
                                         "median of the runner's kernel-accounted CPU time (in the call and since "
                                         "its previous reply) plus waits for a core, minus the claimed time (the "
                                         "CPU-time bound's input).")
+    steal_share: MaybeFloat = Field(default=math.nan, description="Native implementations of a CPU task: share "
+                                    "of the machine's CPU time the hypervisor took during the timed run (the "
+                                    "CPU-time bound takes each claim to hold this share of stolen time).")
     span_overhead_ms: MaybeFloat = Field(default=math.nan, description="Native implementations on a GPU: lower "
                                          "quartile of the judge's own device-timeline span per call minus the "
                                          "claimed device time (judged where the task sets timing.span_abs_ms).")

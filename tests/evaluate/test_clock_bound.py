@@ -109,7 +109,7 @@ CPU_RULE = TimingRule(hidden_work_abs_ms=0.3, hidden_work_rel=0.1, drain_abs_ms=
 
 def test_a_cpu_claim_short_of_the_runners_cpu_time_is_forged_even_within_the_wall_slack() -> None:
     """On a CPU task: 8% of a 6 ms call is 0.48 ms, inside the wall clock's 10%; the CPU-time bound's slack
-    is 150 us (2% of a call under 7.5 ms)."""
+    is 200 us (2% of a call under 10 ms)."""
     reference = impl([12.0] * 20, overhead=0.20, cpu_overhead=0.08)
     forged = impl([5.52] * 20, overhead=0.20 + 0.48, cpu_overhead=0.08 + 0.48)
     why = hidden_work(forged, reference, CPU_RULE)
@@ -137,6 +137,23 @@ def test_waits_for_a_core_neither_flag_an_honest_kernel_nor_hide_a_short_claim()
     assert "CPU time" in hidden_work(impl([5.52] * 20, overhead=0.68, cpu_overhead=0.78), reference, CPU_RULE)
     waits_left_out = waited(impl([6.0] * 20, overhead=0.20, cpu_overhead=0.30), [1.0] * 15, claimed=False)
     assert "CPU time" in hidden_work(waits_left_out, reference, CPU_RULE)
+
+
+def test_each_claim_is_taken_to_hold_the_machines_share_of_stolen_time() -> None:
+    """Steal is in the claims, not in the CPU time, and more in long calls: under 5% steal an honest kernel
+    twice as fast as the trusted one would look 0.3 ms forged. A forged 8% still stands out."""
+    def stolen(calls: CallTimes, share: float) -> CallTimes:
+        calls.cpus_ms = [u - share * c for u, c in zip(calls.cpus_ms, calls.claims_ms, strict=True)]
+        return calls
+
+    reference = stolen(impl([12.0] * 20, overhead=0.20, cpu_overhead=0.80), 0.05)
+    honest = stolen(impl([6.0] * 20, overhead=0.20, cpu_overhead=0.80), 0.05)
+    assert "CPU time" in hidden_work(honest, reference, CPU_RULE)  # steal not known: a false flag
+    reference.steal_share = honest.steal_share = 0.05
+    assert hidden_work(honest, reference, CPU_RULE) == ""
+    forged = stolen(impl([5.52] * 20, overhead=0.20 + 0.48, cpu_overhead=0.80 + 0.48), 0.05)
+    forged.steal_share = 0.05
+    assert "CPU time" in hidden_work(forged, reference, CPU_RULE)
 
 
 def test_a_trusted_kernel_that_sleeps_or_no_accounting_leaves_the_wall_clock_alone() -> None:

@@ -39,6 +39,12 @@ class CallTimes:
     accounted): a runner blocks between requests, so work done ahead of a call is counted in it."""
     queued_ms: list[float] = field(default_factory=list)
     """The time the runner was runnable but waiting for a core during the request (NaN when not accounted)."""
+    steal_share: float = 0.0
+    """The share of the machine's CPU time the hypervisor took during the timed run these calls belong to:
+    stolen time is in a call's claimed wall time and in neither count, so each claim is taken to hold its
+    share of it. Not abstention: a candidate that burns CPU can raise it (the hypervisor throttles a busy
+    machine: 3-5% measured on the development machine, 2026-12-02), and so hide up to that share of its
+    claims, no more."""
 
     def add(self, wall_ms: float, claim_ms: float, drain_ms: float, span_ms: float, cpu_ms: float,
             queued_ms: float) -> None:
@@ -59,12 +65,13 @@ class CallTimes:
         return stats.quantile([w - c for w, c in zip(self.walls_ms, self.claims_ms, strict=True)], 0.25)
 
     def cpu_overhead_ms(self) -> float:
-        """Median of (the runner's CPU time + its waits for a core - its claim) per call; NaN when not
-        accounted. A claim is a wall time inside the runner, so for an honest call the difference is the
-        runner's own overhead outside the claimed interval, whether or not the call waited for a core; a
-        claim shorter than the work raises it by the amount. The median, as the reported time is one: a claim
-        that moves the median time moves the median of this difference too."""
-        pairs = [u + q - c for u, q, c in zip(self.cpus_ms, self.queued_ms, self.claims_ms, strict=True)
+        """Median of (the runner's CPU time + its waits for a core + the machine's steal share of the claim -
+        the claim) per call; NaN when not accounted. A claim is a wall time inside the runner, so for an honest
+        call the difference is the runner's own overhead outside the claimed interval, whether or not the call
+        waited for a core; a claim shorter than the work raises it by the amount. The median, as the reported
+        time is one: a claim that moves the median time moves the median of this difference too."""
+        kept = 1.0 - self.steal_share
+        pairs = [u + q - c * kept for u, q, c in zip(self.cpus_ms, self.queued_ms, self.claims_ms, strict=True)
                  if not math.isnan(u + q)]
         return stats.median(pairs) if pairs else math.nan
 

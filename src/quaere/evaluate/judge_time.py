@@ -31,6 +31,7 @@ from typing import Any
 from quaere.evaluate import stats
 from quaere.evaluate.clock_bound import CallTimes, hidden_work
 from quaere.evaluate.correctness import Rule, judge_error
+from quaere.evaluate.cpu_accounting import machine_ticks, steal_share
 from quaere.evaluate.judge_state import JudgeState
 from quaere.evaluate.protocol import CallReply
 from quaere.evaluate.runner_client import RunnerLost, RunnerProcess
@@ -264,9 +265,13 @@ def time_scenario(state: JudgeState, scenario: Scenario, seed: int, rule: Rule, 
     settled: dict[str, Timing] = {}
     try:
         impls = _prepare(ctx, comparisons, natives, settled)
+        run_started = [machine_ticks()]
 
         def judge(runs: list[Run]) -> dict[str, str]:
             flags = {}
+            share = steal_share(run_started[0], machine_ticks())
+            for native in natives.values():
+                native.calls.steal_share = share
             for run in runs:
                 native = natives.get(run.name)
                 if native is not None and not run.failure:
@@ -279,6 +284,7 @@ def time_scenario(state: JudgeState, scenario: Scenario, seed: int, rule: Rule, 
         def reset() -> None:
             for native in natives.values():
                 native.calls = CallTimes()
+            run_started[0] = machine_ticks()
 
         runs = time_and_judge(impls, timing, seed, UNTRUSTED, judge, reset)
         flops = float(module.flops(scenario))
@@ -289,7 +295,8 @@ def time_scenario(state: JudgeState, scenario: Scenario, seed: int, rule: Rule, 
             if calls is not None and calls.claims_ms:
                 settled[run.name] = settled[run.name].model_copy(update={
                     "overhead_ms": calls.overhead_ms(), "drain_ms": stats.median(calls.drains_ms),
-                    "span_overhead_ms": calls.span_overhead_ms(), "cpu_overhead_ms": calls.cpu_overhead_ms()})
+                    "span_overhead_ms": calls.span_overhead_ms(), "cpu_overhead_ms": calls.cpu_overhead_ms(),
+                    **({"steal_share": calls.steal_share} if native and native.runner.cpu_accountable else {})})
         return [settled[name] for name in (*NATIVE, *comparisons)]
     finally:
         buffers.free()
