@@ -149,11 +149,9 @@ def test_each_claim_is_taken_to_hold_the_machines_share_of_stolen_time() -> None
     reference = stolen(impl([12.0] * 20, overhead=0.20, cpu_overhead=0.80), 0.05)
     honest = stolen(impl([6.0] * 20, overhead=0.20, cpu_overhead=0.80), 0.05)
     assert "CPU time" in hidden_work(honest, reference, CPU_RULE)  # steal not known: a false flag
-    reference.steal_share = honest.steal_share = 0.05
-    assert hidden_work(honest, reference, CPU_RULE) == ""
+    assert hidden_work(honest, reference, CPU_RULE, steal_share=0.05) == ""
     forged = stolen(impl([5.52] * 20, overhead=0.20 + 0.48, cpu_overhead=0.80 + 0.48), 0.05)
-    forged.steal_share = 0.05
-    assert "CPU time" in hidden_work(forged, reference, CPU_RULE)
+    assert "CPU time" in hidden_work(forged, reference, CPU_RULE, steal_share=0.05)
 
 
 def test_a_trusted_kernel_that_sleeps_or_no_accounting_leaves_the_wall_clock_alone() -> None:

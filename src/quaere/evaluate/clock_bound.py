@@ -39,12 +39,6 @@ class CallTimes:
     accounted): a runner blocks between requests, so work done ahead of a call is counted in it."""
     queued_ms: list[float] = field(default_factory=list)
     """The time the runner was runnable but waiting for a core during the request (NaN when not accounted)."""
-    steal_share: float = 0.0
-    """The share of the machine's CPU time the hypervisor took during the timed run these calls belong to:
-    stolen time is in a call's claimed wall time and in neither count, so each claim is taken to hold its
-    share of it. Not abstention: a candidate that burns CPU can raise it (the hypervisor throttles a busy
-    machine: 3-5% measured on the development machine, 2026-12-02), and so hide up to that share of its
-    claims, no more."""
 
     def add(self, wall_ms: float, claim_ms: float, drain_ms: float, span_ms: float, cpu_ms: float,
             queued_ms: float) -> None:
@@ -64,13 +58,15 @@ class CallTimes:
         call."""
         return stats.quantile([w - c for w, c in zip(self.walls_ms, self.claims_ms, strict=True)], 0.25)
 
-    def cpu_overhead_ms(self) -> float:
-        """Median of (the runner's CPU time + its waits for a core + the machine's steal share of the claim -
-        the claim) per call; NaN when not accounted. A claim is a wall time inside the runner, so for an honest
-        call the difference is the runner's own overhead outside the claimed interval, whether or not the call
-        waited for a core; a claim shorter than the work raises it by the amount. The median, as the reported
-        time is one: a claim that moves the median time moves the median of this difference too."""
-        kept = 1.0 - self.steal_share
+    def cpu_overhead_ms(self, steal_share: float = 0.0) -> float:
+        """Median of (the runner's CPU time + its waits for a core + ``steal_share`` of the claim - the claim)
+        per call; NaN when not accounted. ``steal_share``: the share of the machine's CPU time the hypervisor
+        took during the timed run, which is in a claimed wall time and in neither count. A claim is a wall
+        time inside the runner, so for an honest call the difference is the runner's own overhead outside
+        the claimed interval, whether or not the call waited for a core; a claim shorter than the work raises
+        it by the amount. The median, as the reported time is one: a claim that moves the median time moves
+        the median of this difference too."""
+        kept = 1.0 - steal_share
         pairs = [u + q - c * kept for u, q, c in zip(self.cpus_ms, self.queued_ms, self.claims_ms, strict=True)
                  if not math.isnan(u + q)]
         return stats.median(pairs) if pairs else math.nan
@@ -90,8 +86,12 @@ def _slack_ms(relative: float, device_ms: float, absolute_ms: float) -> float:
     return max(absolute_ms, relative * device_ms)
 
 
-def hidden_work(impl: CallTimes, reference: CallTimes | None, timing: TimingRule) -> str:
-    """Why ``impl``'s claims cannot be believed ('' when they can); ``reference`` is the trusted kernel's."""
+def hidden_work(impl: CallTimes, reference: CallTimes | None, timing: TimingRule, steal_share: float = 0.0) -> str:
+    """Why ``impl``'s claims cannot be believed ('' when they can); ``reference`` is the trusted kernel's, timed
+    in the same run, during which the hypervisor took ``steal_share`` of the machine's CPU time. Each claim is
+    taken to hold that share of stolen time; the bound does not stand down when it is high, because a
+    candidate that burns CPU raises it (the hypervisor throttles a busy machine: 3-5% measured on the
+    development machine, 2026-12-02), and so hides at most that share of its claims."""
     if not impl.claims_ms:
         return ""
     device_ms = stats.median(impl.claims_ms)
@@ -105,8 +105,8 @@ def hidden_work(impl: CallTimes, reference: CallTimes | None, timing: TimingRule
     # The same difference for the trusted kernel, timed interleaved with the candidate, is the runner's own
     # overhead. Negative: the trusted kernel sleeps or blocks in its calls and calibrates nothing. NaN (not
     # accounted) fails both comparisons.
-    reference_cpu = reference.cpu_overhead_ms()
-    cpu_excess = impl.cpu_overhead_ms() - reference_cpu if reference_cpu >= 0 else math.nan
+    reference_cpu = reference.cpu_overhead_ms(steal_share)
+    cpu_excess = impl.cpu_overhead_ms(steal_share) - reference_cpu if reference_cpu >= 0 else math.nan
     cpu_slack = _slack_ms(timing.cpu_rel, device_ms, timing.cpu_abs_ms)
     if cpu_excess > cpu_slack:
         return (f"the runner's CPU time (in its calls and between them) plus its waits for a core exceeded its "

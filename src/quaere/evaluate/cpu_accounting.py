@@ -85,4 +85,3 @@ def steal_share(start: tuple[int, int], end: tuple[int, int]) -> float:
     (0 when no tick passed)."""
     ticks = end[1] - start[1]
     return (end[0] - start[0]) / ticks if ticks > 0 else 0.0
-

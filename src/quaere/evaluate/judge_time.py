@@ -265,18 +265,16 @@ def time_scenario(state: JudgeState, scenario: Scenario, seed: int, rule: Rule, 
     settled: dict[str, Timing] = {}
     try:
         impls = _prepare(ctx, comparisons, natives, settled)
-        run_started = [machine_ticks()]
+        run_started, run_steal = [machine_ticks()], [0.0]
 
         def judge(runs: list[Run]) -> dict[str, str]:
             flags = {}
-            share = steal_share(run_started[0], machine_ticks())
-            for native in natives.values():
-                native.calls.steal_share = share
+            run_steal[0] = share = steal_share(run_started[0], machine_ticks())
             for run in runs:
                 native = natives.get(run.name)
                 if native is not None and not run.failure:
                     reference = natives.get("initial") if run.name in UNTRUSTED else None
-                    why = hidden_work(native.calls, reference.calls if reference else None, timing)
+                    why = hidden_work(native.calls, reference.calls if reference else None, timing, share)
                     if why:
                         flags[run.name] = why
             return flags
@@ -295,8 +293,9 @@ def time_scenario(state: JudgeState, scenario: Scenario, seed: int, rule: Rule, 
             if calls is not None and calls.claims_ms:
                 settled[run.name] = settled[run.name].model_copy(update={
                     "overhead_ms": calls.overhead_ms(), "drain_ms": stats.median(calls.drains_ms),
-                    "span_overhead_ms": calls.span_overhead_ms(), "cpu_overhead_ms": calls.cpu_overhead_ms(),
-                    **({"steal_share": calls.steal_share} if native and native.runner.cpu_accountable else {})})
+                    "span_overhead_ms": calls.span_overhead_ms(),
+                    "cpu_overhead_ms": calls.cpu_overhead_ms(run_steal[0]),
+                    **({"steal_share": run_steal[0]} if native and native.runner.cpu_accountable else {})})
         return [settled[name] for name in (*NATIVE, *comparisons)]
     finally:
         buffers.free()

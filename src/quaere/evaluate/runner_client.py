@@ -295,4 +295,3 @@ class RunnerProcess:
                "processes...)" if verdict is Verdict.SANDBOX_VIOLATION else ""
         detail = f"runner {describe_exit(code)}{what}" + (f"; stderr tail:\n{tail}" if tail else "")
         return RunnerLost(verdict, detail)
-
