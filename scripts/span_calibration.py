@@ -5,7 +5,7 @@ initial kernel's overheads as the judge sees them.
     OUT=/some/dir python3 scripts/span_calibration.py [KERNEL]
 
 Writes ``$OUT/calls-span.jsonl`` (one line per timed native call: wall, claim, drain, host time, the
-judge's device-timeline span and how long the judge spent between its cover and the request) and
+judge's device-timeline span and the judge's host time from the window opening to the runner's word) and
 ``$OUT/eval-span.json``; prints one line per configuration. Run on the device machine
 (``STEPS=span bash scripts/gpu_validate.sh``). The 2026-12-01 run of its first form is in
 ``docs/runs/2026-12-01/evening/``.
@@ -33,7 +33,7 @@ def main(kernel: Path, out: Path) -> None:
     leads: dict[tuple[str, str], list[float]] = {}
     for line in log.read_text().splitlines():
         call = json.loads(line)
-        leads.setdefault((call["scenario"], call["impl"]), []).append(call["cover_lead_ms"] * 1e3)
+        leads.setdefault((call["scenario"], call["impl"]), []).append(call["armed_ms"] * 1e3)
     print(f"correct: {evaluation.correct}")
     for bench in evaluation.benchmarks:
         cells = []
@@ -41,7 +41,7 @@ def main(kernel: Path, out: Path) -> None:
             t = bench.timing(impl)
             lead = stats.median(leads.get((bench.scenario_id, impl), [float("nan")]))
             cells.append(f"{impl} {t.status.value} wall-ov {t.overhead_ms * 1e3:6.1f} span-ov "
-                         f"{t.span_overhead_ms * 1e3:6.1f} drain {t.drain_ms * 1e3:5.1f} cover-lead {lead:5.1f} us")
+                         f"{t.span_overhead_ms * 1e3:6.1f} drain {t.drain_ms * 1e3:5.1f} armed {lead:5.1f} us")
         print(f"{bench.scenario_id:30s} fa3 {bench.ratio('fa3'):.3f} | " + " | ".join(cells))
 
 

@@ -120,14 +120,40 @@ __attribute__((constructor)) static void forge() {{
     run_python(
         "import quaere.runner.serve as s\\n"
         "_real = s._call\\n"
-        "def _call(state, request):\\n"
-        "    reply = _real(state, request)\\n"
+        "def _call(*args):\\n"
+        "    reply = _real(*args)\\n"
         "    if 'device_ms' in reply: reply['device_ms'] = reply['device_ms'] * {factor}\\n"
         "    return reply\\n"
         "s._call = _call\\n");
 }}
 """
 
+
+
+def wait_rewrite(loop: str) -> str:
+    """C++ for a load-time constructor that rewrites the runner's wait for a message to run ``loop`` first (C
+    string literal lines of Python, indented by four, that may call ``_ahead()`` and read ``channel``), and its
+    unmap request to call ``forget()`` first. The candidate defines ``int ahead()`` and ``void forget()``."""
+    return r"""
+__attribute__((constructor)) static void rewrite_wait() {
+    char code[1536];
+    std::snprintf(code, sizeof code,
+        "import ctypes, select\n"
+        "import quaere.runner.serve as s\n"
+        "_ahead = ctypes.CFUNCTYPE(ctypes.c_int)(%llu)\n"
+        "_forget = ctypes.CFUNCTYPE(None)(%llu)\n"
+        "_real, _real_unmap = s._receive, s._unmap\n"
+        "def _receive(channel, *args, **kwargs):\n"
+""" + loop + r"""        "    return _real(channel, *args, **kwargs)\n"
+        "def _unmap(*args, **kwargs):\n"
+        "    _forget()\n"
+        "    return _real_unmap(*args, **kwargs)\n"
+        "s._receive, s._unmap = _receive, _unmap\n",
+        static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(&ahead)),
+        static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(&forget)));
+    run_python(code);
+}
+"""
 
 
 # Computes the next call's output while the runner waits for the request: the judge writes a repetition's
@@ -167,27 +193,10 @@ extern "C" int ahead() {  // once the inputs have stopped changing (the judge's 
     done_rows += rows;
     return 1;
 }
-__attribute__((constructor)) static void rewrite_wait() {
-    char code[1536];
-    std::snprintf(code, sizeof code,
-        "import ctypes, select\n"
-        "import quaere.runner.serve as s\n"
-        "_ahead = ctypes.CFUNCTYPE(ctypes.c_int)(%llu)\n"
-        "_forget = ctypes.CFUNCTYPE(None)(%llu)\n"
-        "_real, _real_unmap = s._receive, s._unmap\n"
-        "def _receive(channel, *args, **kwargs):\n"
-        "    busy = 0\n"
+""" + wait_rewrite(r"""        "    busy = 0\n"
         "    while not select.select([channel], [], [], 0 if busy else 0.0005)[0]:\n"
         "        busy = _ahead()\n"
-        "    return _real(channel, *args, **kwargs)\n"
-        "def _unmap(*args, **kwargs):\n"
-        "    _forget()\n"
-        "    return _real_unmap(*args, **kwargs)\n"
-        "s._receive, s._unmap = _receive, _unmap\n",
-        static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(&ahead)),
-        static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(&forget)));
-    run_python(code);
-}
+""") + r"""
 ENTRY {
     const size_t n = static_cast<size_t>(rows) * cols;
     int done = 0;
@@ -322,7 +331,7 @@ ENTRY {
 __attribute__((constructor)) static void forge() {
     run_python(
         "import quaere.runner.serve as s\n"
-        "s._call = lambda state, request: {'ok': True, 'code': 0, 'device_ms': 0.001, 'host_ms': 0.001,"
+        "s._call = lambda *args: {'ok': True, 'code': 0, 'device_ms': 0.001, 'host_ms': 0.001,"
         " 'drain_ms': 0.0}\n");
 }
 ENTRY { return honest_softmax(x, y, rows, cols); }

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .candidates import forged_claims
+from .candidates import PYTHON_IN_RUNNER, forged_claims, wait_rewrite
 
 KERNEL = Path(__file__).resolve().parents[2] / "kernels" / "flash_attention_hopper.cu"
 ENTRY = 'extern "C" int attention_forward('
@@ -30,6 +30,77 @@ SIDE_STREAM = """static cudaStream_t side = nullptr;
     }
     cudaEventRecord(mark, (cudaStream_t)stream);
     cudaStreamWaitEvent(side, mark, 0);"""
+
+# Computes the next call's output ahead, while the runner waits: a rewritten wait (Python from a constructor)
+# polls a fingerprint of the inputs the last call was given; as soon as it changed, the work runs into private
+# buffers (and any message waits until it is done). The call then checks the fingerprint and only copies.
+# Its claim is honest (the copy); the work is off the claimed interval, wherever the inputs first appear.
+# Against the judge as it was before the gated call (inputs written before the request), an earlier form of
+# it (which waited for the inputs to hold still) was `measured` at up to 7.3x FA3 (docs/security.md).
+PRECOMPUTE = PYTHON_IN_RUNNER + r"""
+#include <cstdio>
+#include <cstdint>
+#include <array>
+namespace {
+struct Seen {
+    const void *q = nullptr, *k = nullptr, *v = nullptr;
+    int batch, sq, sk, hq, hkv, d, causal;
+    float scale;
+};
+Seen seen;
+void *o_ahead = nullptr, *lse_ahead = nullptr;
+size_t o_cap = 0, lse_cap = 0;
+cudaStream_t own = nullptr;
+using Key = std::array<unsigned long long, 18>;
+Key done{};
+bool have_done = false;
+Key fingerprint(const Seen& s) {  // 16 bytes at the start, middle and end of q, k and v
+    Key key{};
+    const size_t nq = (size_t)s.batch * s.sq * s.hq * s.d * 2, nk = (size_t)s.batch * s.sk * s.hkv * s.d * 2;
+    const void* bufs[3] = {s.q, s.k, s.v};
+    const size_t sizes[3] = {nq, nk, nk};
+    for (int b = 0; b < 3; ++b) {
+        const size_t at[3] = {0, (sizes[b] / 2) & ~(size_t)15, sizes[b] - 16};
+        for (int j = 0; j < 3; ++j)
+            cudaMemcpy(&key[6 * b + 2 * j], (const char*)bufs[b] + at[j], 16, cudaMemcpyDeviceToHost);
+    }
+    return key;
+}
+}
+extern "C" void forget() { seen.q = nullptr; have_done = false; }  // before the judge unmaps a buffer
+extern "C" int ahead() {
+    if (seen.q == nullptr) return 0;
+    const Key now = fingerprint(seen);
+    if (have_done && now == done) return 0;
+    if (!own) cudaStreamCreateWithFlags(&own, cudaStreamNonBlocking);
+    const size_t ob = (size_t)seen.batch * seen.sq * seen.hq * seen.d * 2;
+    const size_t lb = (size_t)seen.batch * seen.hq * seen.sq * 4;
+    if (ob > o_cap) { cudaFree(o_ahead); cudaMalloc(&o_ahead, ob); o_cap = ob; }
+    if (lb > lse_cap) { cudaFree(lse_ahead); cudaMalloc(&lse_ahead, lb); lse_cap = lb; }
+    honest_forward(seen.q, seen.k, seen.v, o_ahead, (float*)lse_ahead, seen.batch, seen.sq, seen.sk, seen.hq, seen.hkv,
+                   seen.d, seen.scale, seen.causal, nullptr, 0, own);
+    cudaStreamSynchronize(own);
+    done = now;
+    have_done = fingerprint(seen) == now;  // the inputs did not move while it ran
+    return 1;
+}
+""" + wait_rewrite(r"""        "    while _ahead() or not select.select([channel], [], [], 0.0002)[0]:\n"
+        "        pass\n"
+""") + f"""{SIGNATURE} {{
+    const Seen now{{q, k, v, batch, seqlen_q, seqlen_k, heads_q, heads_kv, head_dim, causal, softmax_scale}};
+    const bool same = seen.q == q && seen.k == k && seen.v == v && seen.batch == batch && seen.sq == seqlen_q &&
+                      seen.sk == seqlen_k && seen.hq == heads_q && seen.d == head_dim && seen.causal == causal;
+    seen = now;
+    {OUTPUT_BYTES}
+    if (same && have_done && fingerprint(now) == done) {{
+        cudaMemcpyAsync(o, o_ahead, o_bytes, cudaMemcpyDeviceToDevice, (cudaStream_t)stream);
+        cudaMemcpyAsync(lse, lse_ahead, lse_bytes, cudaMemcpyDeviceToDevice, (cudaStream_t)stream);
+        return 0;
+    }}
+    if (!same) have_done = false;
+    return {CALL};
+}}
+"""
 
 ATTACKS = {
     # The second half of the batch runs on a private stream after the first: outside the caller's stream.
@@ -111,6 +182,8 @@ ATTACKS = {
     # Claims 10% less than its device time: on a 0.1-0.3 ms call that is 10-30 us, inside the host clock's
     # 50 us slack, so only a bound on a finer clock sees it.
     "forge_small": forged_claims(0.9) + f"{SIGNATURE} {{ return {CALL}; }}\n",
+    # The work done ahead of the call, on inputs seen as soon as they exist (see PRECOMPUTE).
+    "precompute": PRECOMPUTE,
     # 15 us of device work on a private stream that outlasts the caller's stream: a drain under the 30 us
     # drain slack and a wall time under the host clock's 50 us (a model of a small share of the real work
     # moved off the timed stream).

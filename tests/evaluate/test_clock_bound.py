@@ -163,8 +163,17 @@ def test_a_trusted_kernel_that_sleeps_or_no_accounting_leaves_the_wall_clock_alo
 
 
 def test_every_repetition_gets_its_own_inputs() -> None:
-    seeds = {rep_seed(7, index) for index in range(10_000)}
+    seeds = {rep_seed(7, index, b"k" * 32) for index in range(10_000)}
     assert len(seeds) == 10_000 and 7 not in seeds
+
+
+def test_later_repetitions_cannot_be_told_without_the_judges_key() -> None:
+    key, other = b"k" * 32, b"j" * 32
+    ours = [rep_seed(7, index, key) for index in range(64)]
+    assert ours == [rep_seed(7, index, key) for index in range(64)]  # the judge can draw them again
+    assert sum(a == b for a, b in zip(ours, (rep_seed(7, index, other) for index in range(64)), strict=True)) <= 1
+    # No fixed step from one repetition's seed to the next (the old series was seed * a + b * (index + 1)).
+    assert len({(b - a) % (2**31 - 1) for a, b in zip(ours, ours[1:], strict=False)}) > 60
 
 
 class _Buffer:

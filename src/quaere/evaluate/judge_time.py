@@ -20,8 +20,10 @@ runner's CPU time per call bounds the claim more tightly (``cpu_abs_ms``).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
+import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -49,9 +51,13 @@ UNTRUSTED = ("candidate",)
 checked whole on a schedule, their claims bounded by the initial kernel's (the trusted reference)."""
 
 
-def rep_seed(seed: int, index: int) -> int:
-    """The input seed of repetition ``index`` (never the correctness seed itself)."""
-    return (seed * 1_000_003 + 7919 * (index + 1)) % (2**31 - 1)
+def rep_seed(seed: int, index: int, key: bytes) -> int:
+    """The input seed of repetition ``index``: a keyed hash of the scenario's seed and the index, so that
+    without the judge's ``key`` (secret, drawn per timed scenario) neither the inputs of a later repetition nor
+    its sampled rows can be told from those seen so far (an arithmetic series of seeds could be solved from
+    one repetition's inputs, then every later output computed ahead, off the clock)."""
+    digest = hashlib.blake2b(f"{seed}:{index}".encode(), key=key, digest_size=8).digest()
+    return int.from_bytes(digest, "little") % (2**31 - 1)
 
 
 @dataclass
@@ -69,6 +75,10 @@ class Context:
     """Per output: the bound of the full untimed check on the first inputs."""
     call_log: Path | None = None
     """Where every native timed call is appended (JSON lines), to calibrate the clock bound; None: nowhere."""
+    key: bytes = field(default_factory=lambda: secrets.token_bytes(32))
+    """The repetitions' seed key (:func:`rep_seed`); never leaves the judge."""
+    staged: dict[str, Any] = field(default_factory=dict)
+    """The current repetition's inputs in the judge's own memory, until :meth:`publish` copies them."""
 
     def log_call(self, impl: str, index: int, reply: CallReply, **judge_ms: float) -> None:
         """One line: the runner's reply and the judge's own measurements of the call (NaN written as null)."""
@@ -79,16 +89,20 @@ class Context:
         with self.call_log.open("a") as log:
             log.write(json.dumps(record) + "\n")
 
-    def fresh_inputs(self, index: int) -> None:
-        """Write repetition ``index``'s inputs into the shared input buffers."""
-        module = self.state.task.module
-        self.buffers.refill_inputs(module.make_inputs(self.scenario, rep_seed(self.seed, index)))
+    def stage(self, index: int) -> None:
+        """Draw repetition ``index``'s inputs into the judge's own memory (the shared buffers keep the last)."""
+        self.staged = self.state.task.module.make_inputs(self.scenario, rep_seed(self.seed, index, self.key))
+
+    def publish(self) -> None:
+        """Copy the staged inputs into the shared input buffers (enqueued on the judge's stream on a GPU)."""
+        self.buffers.refill_inputs(self.staged)
 
     def sample(self, index: int) -> Sample:
+        """The sampled reference of repetition ``index``, from its staged inputs."""
         module = self.state.task.module
         if hasattr(module, "sample"):
-            return module.sample(self.scenario, self.buffers.inputs, rep_seed(self.seed, index))
-        full = {p: module.reference(self.scenario, self.buffers.inputs, p) for p in ("fp32", "low")}
+            return module.sample(self.scenario, self.staged, rep_seed(self.seed, index, self.key))
+        full = {p: module.reference(self.scenario, self.staged, p) for p in ("fp32", "low")}
         return Sample(take=lambda outputs: outputs, fp32=full["fp32"], low=full["low"])
 
 
@@ -106,24 +120,38 @@ class NativeImpl:
 
     def rep(self, index: int) -> float:
         ctx, ops = self.ctx, self.ctx.state.ops
-        ctx.fresh_inputs(index)
-        # The sample's references are computed before the call, from the inputs as written: a call that
+        ctx.stage(index)
+        # The sample's references are computed before the call, from the inputs as drawn: a call that
         # changes its inputs cannot make its outputs agree with them afterwards.
         sample = ctx.sample(index)
-        written = inputs_print(ops, ctx.buffers.inputs) if self.schedule is not None else {}
+        written = inputs_print(ops, ctx.staged) if self.schedule is not None else {}
         slot = index % len(ctx.buffers.output_sets)
         outputs = ctx.buffers.output_sets[slot]
         outputs.poison()
         ctx.buffers.refill_workspace()
         clock = ctx.state.clock(ctx.timing.flush_l2)
-        clock.flush()
-        ops.synchronize()
-        clock.cover(RUNNER_COVER_CYCLES)
-        covered_ns = time.perf_counter_ns()
         args = ctx.buffers.arguments(ctx.state.task.module.arguments(ctx.scenario), slot)
-        lead_ms = (time.perf_counter_ns() - covered_ns) / 1e6  # of the cover, spent before the request left
+        ops.synchronize()
+        armed_ms = math.nan  # the judge's host time from the window's opening to the runner's word
+
+        def armed(opened: Callable[[], None]) -> None:
+            # The inputs reach the shared buffers only now, with the runner waiting for its word and the
+            # judge's marks around them: work done on them ahead of the call is inside the window. The copy
+            # and the flush are waited for before the word: the runner's copy engines can run beside the
+            # judge's context (on the H200 a candidate's fingerprint read saw the previous inputs when they
+            # were not), so its call must not start on half-written inputs or a half-flushed cache.
+            nonlocal armed_ms
+            opened_ns = time.perf_counter_ns()
+            opened()
+            ctx.publish()
+            clock.flush()
+            ops.synchronize()
+            clock.cover(RUNNER_COVER_CYCLES)
+            armed_ms = (time.perf_counter_ns() - opened_ns) / 1e6
+
         try:
-            timed, span_ms = clock.bracket(lambda: self.runner.call(args, timed=True, timeout_s=ctx.timeout_s))
+            timed, span_ms = clock.bracket(lambda opened: self.runner.call(
+                args, timed=True, timeout_s=ctx.timeout_s, armed=lambda: armed(opened)))
         except RunnerLost as lost:
             ctx.state.runners.drop(self.name)
             raise TimingFailure(TimingStatus.FAILED, f"{lost.verdict.value}: {lost.detail}") from None
@@ -133,7 +161,7 @@ class NativeImpl:
         accounted = timed.accounted
         self.calls.add(timed.wall_ms, float(reply.device_ms or 0.0), float(reply.drain_ms or 0.0), span_ms,
                        accounted.cpu_ms + accounted.idle_cpu_ms, accounted.queued_ms)
-        ctx.log_call(self.name, index, reply, wall_ms=timed.wall_ms, span_ms=span_ms, cover_lead_ms=lead_ms,
+        ctx.log_call(self.name, index, reply, wall_ms=timed.wall_ms, span_ms=span_ms, armed_ms=armed_ms,
                      cpu_ms=accounted.cpu_ms, queued_ms=accounted.queued_ms, idle_cpu_ms=accounted.idle_cpu_ms)
         if self.schedule is not None:
             check_inputs_kept(ops, ctx.buffers.inputs, written, index)
@@ -181,7 +209,8 @@ class ComparisonImpl:
     run: Callable[[], Any]
 
     def rep(self, index: int) -> float:
-        self.ctx.fresh_inputs(index)
+        self.ctx.stage(index)
+        self.ctx.publish()
         clock = self.ctx.state.clock(self.ctx.timing.flush_l2)
         clock.flush()
         self.ctx.state.ops.synchronize()

@@ -65,6 +65,12 @@ class LoadReply(Message):
         return value
 
 
+class ArmedReply(Message):
+    """A gated call is ready: the runner waits for ``go`` (the judge publishes the inputs first)."""
+
+    armed: Literal[True]
+
+
 class CallReply(Message):
     """What the runner says about one call. The times are claims: the judge bounds them."""
 

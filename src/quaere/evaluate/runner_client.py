@@ -19,6 +19,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
@@ -26,7 +27,7 @@ from typing import TypeVar
 from pydantic import BaseModel, ValidationError
 
 from quaere.evaluate.cpu_accounting import Accounted, sched_ms
-from quaere.evaluate.protocol import ArgSpec, BufferSpec, CallReply, LoadReply, ReadyReply
+from quaere.evaluate.protocol import ArgSpec, ArmedReply, BufferSpec, CallReply, LoadReply, ReadyReply
 from quaere.records import Isolation, Verdict
 
 STDERR_TAIL_BYTES = 3000
@@ -156,10 +157,18 @@ class RunnerProcess:
         self._ok(self._replied(self._exchange({"op": "unmap", "ids": ids}, timeout_s)))
         self.mapped.difference_update(ids)
 
-    def call(self, args: list[ArgSpec], timed: bool, timeout_s: float) -> Timed:
+    def call(self, args: list[ArgSpec], timed: bool, timeout_s: float,
+             armed: Callable[[], None] | None = None) -> Timed:
+        """One call of the entry point. With ``armed``, the call is gated: the runner prepares it and waits,
+        ``armed()`` runs (the judge publishes the inputs there), and only then is the runner told to go; the
+        judge's clock starts at that word. The runner's CPU time is counted over the whole exchange."""
         message = {"op": "call", "args": [a.model_dump(mode="json", exclude_none=True) for a in args],
-                   "timed": timed}
+                   "timed": timed, "gate": armed is not None}
         before = sched_ms(self.pid) if self.cpu_accountable else (math.nan, math.nan)
+        if armed is not None:
+            self._parse(self._exchange(message, timeout_s), ArmedReply)
+            armed()
+            message = {"op": "go"}
         started = time.perf_counter_ns()
         raw = self._exchange(message, timeout_s)
         wall_ms = (time.perf_counter_ns() - started) / 1e6

@@ -47,9 +47,10 @@ class Clock(Protocol):
         """Run ``call`` once and return its duration in ms, after a device-wide synchronize."""
         ...
 
-    def bracket(self, call: Callable[[], T]) -> tuple[T, float]:
-        """``call()``'s result and the ms between two marks on the judge's own device timeline, one enqueued
-        before it (it fires when the cover ends) and one after it returned; NaN where there is no device."""
+    def bracket(self, call: Callable[[Callable[[], None]], T]) -> tuple[T, float]:
+        """``call(opened)``'s result and the ms between two marks on the judge's own device timeline: the first
+        enqueued when ``call`` calls ``opened()`` (the judged window opens: what the judge enqueues after it is
+        inside), the second once ``call`` returned; NaN where there is no device."""
         ...
 
 
@@ -123,9 +124,9 @@ class CpuClock:
         call()
         return (time.perf_counter_ns() - start) / 1e6
 
-    def bracket(self, call: Callable[[], T]) -> tuple[T, float]:
+    def bracket(self, call: Callable[[Callable[[], None]], T]) -> tuple[T, float]:
         """No second timeline on the CPU: the judge's wall clock already is the bound."""
-        return call(), math.nan
+        return call(lambda: None), math.nan
 
 
 def _cpu_flush_bytes() -> int:
@@ -198,15 +199,16 @@ class CudaClock:
         torch.cuda.synchronize()
         return float(start.elapsed_time(end))
 
-    def bracket(self, call: Callable[[], T]) -> tuple[T, float]:
-        """The first mark fires when the cover ends, the second, enqueued once the runner replied (after its
-        whole context synchronized), at once on an idle device: nothing the runner process does (its code is
-        the candidate's) can move either mark. What lies between them besides the runner's work is the
-        question the call log answers (``CallTimes.span_overhead_ms``)."""
+    def bracket(self, call: Callable[[Callable[[], None]], T]) -> tuple[T, float]:
+        """The first mark fires where ``call`` opened the window (before the judge's publish of the inputs, its
+        flush and its cover, which follow it on the judge's stream), the second, enqueued once the runner
+        replied (after its whole context synchronized), at once on an idle device: nothing the runner process
+        does (its code is the candidate's) can move either mark, and any device work of the runner's from the
+        moment the inputs exist lies between them (contexts time-slice). What lies between them besides the
+        runner's work is the question the call log answers (``CallTimes.span_overhead_ms``)."""
         torch = self.torch
         before, after = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        before.record()
-        result = call()
+        result = call(before.record)
         after.record()
         after.synchronize()
         return result, float(before.elapsed_time(after))

@@ -7,6 +7,9 @@ apply the sandbox, ``dlopen`` the library (its constructors run sandboxed), reso
 
 Requests (``op``): ``map`` buffers (CUDA IPC handles, or shared-memory file descriptors passed with the
 message), ``unmap`` them, ``call`` the entry point on typed arguments (timed or not), ``exit``.
+A gated call (``gate``) is prepared (arguments resolved, persisting L2 released), answered ``armed``, and
+made only on the next message, ``go``: the judge writes the call's inputs in between, so they exist in the
+shared buffers only from just before the call (and the runner's own start-up cost is behind it).
 A timed CUDA call records an event before and after the call on the runner's stream, waits for the end
 event, then synchronizes the whole context: ``drain_ms`` is how long work went on after the end event
 (work on another stream); the judge also bounds the whole request with its own clock.
@@ -33,6 +36,10 @@ SCALARS = {"i32": ctypes.c_int32, "i64": ctypes.c_int64, "u64": ctypes.c_uint64,
 
 class RequestError(ValueError):
     """A malformed request from the judge (a bug on the trusted side, reported, never a verdict)."""
+
+
+class JudgeGone(Exception):
+    """The judge closed the channel while a gated call waited for ``go``."""
 
 
 @dataclass
@@ -135,13 +142,31 @@ def _arguments(state: State, specs: list[dict]) -> tuple[list[Any], list[Any]]:
     return types, values
 
 
-def _call(state: State, request: dict) -> dict:
+def _await_go(channel: socket.socket, spin_s: float) -> None:
+    """Say ``armed`` and wait for ``go`` (see the module's docstring)."""
+    _send(channel, {"ok": True, "armed": True})
+    request, _ = _receive(channel, spin_s)
+    if request is None:
+        raise JudgeGone
+    if request.get("op") != "go":
+        raise RequestError(f"a gated call waits for 'go', got {request.get('op')!r}")
+
+
+def _call(state: State, request: dict, go: Any) -> dict:
+    """The entry point on the request's arguments; ``go()`` is called once the call is ready to start when the
+    request is gated."""
     types, values = _arguments(state, request.get("args", []))
     entry = state.entry
     if tuple(types) != state.signature:
         entry.argtypes, entry.restype = types, ctypes.c_int
         state.signature = tuple(types)
     device = state.device
+    if device.driver is not None and request.get("timed"):
+        # Lines a previous call marked persisting survive the judge's flush (it overwrites L2, which does not
+        # evict persisting lines): release them in this context before every timed call.
+        device.driver.reset_persisting_l2()
+    if request.get("gate"):
+        go()
     if not request.get("timed"):
         code = entry(*values)
         device.synchronize()
@@ -152,9 +177,6 @@ def _call(state: State, request: dict) -> dict:
         host_ms = (time.perf_counter_ns() - started) / 1e6
         return {"ok": True, "code": int(code), "device_ms": host_ms, "host_ms": host_ms, "drain_ms": 0.0}
     driver = device.driver
-    # Lines a previous call marked persisting survive the judge's flush (it overwrites L2, which does not
-    # evict persisting lines): release them in this context before every timed call.
-    driver.reset_persisting_l2()
     driver.record(device.start, device.stream)
     started = time.perf_counter_ns()
     code = entry(*values)
@@ -169,14 +191,14 @@ def _call(state: State, request: dict) -> dict:
             "host_ms": host_ms, "drain_ms": drain_ms}
 
 
-def _handle(state: State, request: dict, fds: list[int]) -> dict:
+def _handle(state: State, request: dict, fds: list[int], go: Any) -> dict:
     op = request.get("op")
     if op == "map":
         return _map(state, request, fds)
     if op == "unmap":
         return _unmap(state, request)
     if op == "call":
-        return _call(state, request)
+        return _call(state, request, go)
     raise RequestError(f"unknown op {op!r}")
 
 
@@ -236,7 +258,9 @@ def serve(config: dict, channel: socket.socket) -> None:
         if request is None or request.get("op") == "exit":
             return
         try:
-            reply = _handle(state, request, fds)
+            reply = _handle(state, request, fds, lambda: _await_go(channel, spin_s))
+        except JudgeGone:
+            return
         except RequestError as exc:
             reply = {"ok": False, "error": str(exc)}
         except Exception as exc:  # noqa: BLE001 - a device fault during the candidate's call: report, then leave
