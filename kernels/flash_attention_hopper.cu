@@ -41,7 +41,7 @@
 #ifndef FAH_PP128C_SK  // causal D=128 with at most this many keys: ping-pong turns whatever FAH_PP128C says
 #define FAH_PP128C_SK 1536
 #endif
-#ifndef FAH_LAZY64  // 1: skip the row max on blocks where no P can exceed 2^8 (softmax_fast), D=64
+#ifndef FAH_LAZY64  // 1: skip the row max on blocks where no P can exceed 2^8 (softmax_fast), D=64 (stage 11)
 #define FAH_LAZY64 1
 #endif
 #ifndef FAH_LAZY128
@@ -51,19 +51,13 @@
 #define FAH_LAZY256 0
 #endif
 #ifndef FAH_LZ_CAUSAL  // 1: softmax_fast in the causal kernels too (CM = 1); 2: in those without ping-pong turns
-#define FAH_LZ_CAUSAL 2
+#define FAH_LZ_CAUSAL 2   // (2: +1.2 to +4.1% on causal D=128 from 2k keys; 1 loses 1-3% in the ping-pong kernels)
 #endif
 #ifndef FAH_LZ_EXACT  // 1: a block whose softmax_fast failed takes the exact row max (not the 2^8-lazy one)
 #define FAH_LZ_EXACT 1
 #endif
-#ifndef FAH_LAZY64_2WG  // 0: not in the 2-warpgroup D=64 kernel (short causal)
+#ifndef FAH_LAZY64_2WG  // 0: not in the 2-warpgroup D=64 kernel (short causal; +0.7% at S=1k, stage 11)
 #define FAH_LAZY64_2WG 0
-#endif
-#ifndef FAH_LZ_LAST  // 1: the last block of a tile tries softmax_fast too (Q is then released after the decision)
-#define FAH_LZ_LAST 0
-#endif
-#ifndef FAH_LAZY64_NC  // 1: D=64 without a causal mask runs its own kernel (CM 0) with softmax_fast
-#define FAH_LAZY64_NC 0
 #endif
 #ifndef FAH_LZ_GQA  // 1: causal D=128 with grouped K/V heads runs the CM = 3 kernel (softmax_fast)
 #define FAH_LZ_GQA 1
@@ -149,9 +143,6 @@
 #endif
 #ifndef FAH_XT64  // the same at D=64
 #define FAH_XT64 1
-#endif
-#ifndef FAH_XT_TMA  // 0: the XT kernels store O with 16-byte stores instead of TMA stores
-#define FAH_XT_TMA 1
 #endif
 
 namespace fah {
@@ -834,8 +825,8 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
   const float sl2 = p.scale_log2;
   int kv_it = 0, q_it = 0;
   // The 3-warpgroup D=64 kernel measured 2-4% slower with TMA stores (docs/perf.md, stage 2).
-  constexpr bool TMA_ST = FAH_TMA_ST && D >= 128 && (L::STAGE_O || L::O_IN_V) && (!XT || FAH_XT_TMA);
-  constexpr bool LAZY = (D == 64 ? (FAH_LAZY64 || (FAH_LAZY64_NC && CM == 0)) && (FAH_LAZY64_2WG || NWG != 2)
+  constexpr bool TMA_ST = FAH_TMA_ST && D >= 128 && (L::STAGE_O || L::O_IN_V);
+  constexpr bool LAZY = (D == 64 ? FAH_LAZY64 && (FAH_LAZY64_2WG || NWG != 2)
                                  : D == 128 ? FAH_LAZY128 : FAH_LAZY256) != 0 &&
                         (CM != 1 || FAH_LZ_CAUSAL == 1 || (FAH_LZ_CAUSAL == 2 && !PINGPONG));
   bool store_pending = false;  // thread 0 of the warpgroup: a TMA store of O still reads sO
@@ -995,13 +986,9 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
         bool grow = false;
         // softmax_fast on the blocks between the first and the last, once every row's max is finite.
         // The decision is the warpgroup's (a wgmma may follow); K stays held until it is made, so
-        // that S can be recomputed. The last block releases Q: it tries only with FAH_LZ_LAST, and then
-        // releases Q after the decision (a recomputed S needs it).
-#if FAH_LZ_LAST
-        const bool try_fast = LAZY && fin;
-#else
+        // that S can be recomputed, and the last block (which releases Q) never tries: trying it and
+        // releasing Q after the decision measured -1.2% (perf.md, stage 11).
         const bool try_fast = LAZY && fin && it < n_max - 1;
-#endif
         if (try_fast) {
           float t0, t1;
           const bool bad = need_mask(n) ? softmax_fast<BN, true>(s, mA, mB, t0, t1, n * BN + colq, lim0, lim1, sl2)
@@ -1018,12 +1005,6 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
             grow = softmax(n, sc0, sc1, FAH_LZ_EXACT ? 0.f : 8.f);
           }
           if (t128 == 0) mbar_arrive(barEmptyK(st));
-#if FAH_LZ_LAST
-          if (it == n_max - 1) {
-            __syncwarp();
-            if (lane == 0) mbar_arrive(qempty(qb));
-          }
-#endif
         } else {
           if (t128 == 0) mbar_arrive(barEmptyK(st));
           // The last S GEMM of the tile has completed (as for the K stage above): release Q now, not
@@ -1349,10 +1330,6 @@ extern "C" int attention_forward(const void* q, const void* k, const void* v, vo
       // gain from the third warpgroup.
       if (causal && seqlen_q <= FAH_SQ64_2WG)
         return fah::launch<64, FAH_BN64, 3, 2, FAH_PP64 != 0>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
-#if FAH_LAZY64_NC
-      if (!causal)
-        return fah::launch<64, FAH_BN64, 3, FAH_NWG64, FAH_NWG64 == 2 ? FAH_PP64 != 0 : FAH_RR64 != 0, 0>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
-#endif
       return fah::launch<64, FAH_BN64, 3, FAH_NWG64, FAH_NWG64 == 2 ? FAH_PP64 != 0 : FAH_RR64 != 0>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
     case 128:
       if (!causal)
