@@ -1,0 +1,67 @@
+"""The gated timed call: the runner prepares a call, says ``armed`` and makes it only on ``go``, so the judge can
+publish the call's inputs after the runner is ready and before its word (nothing in the shared buffers before)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from quaere.evaluate import isolation
+from quaere.evaluate.protocol import ArgSpec
+from quaere.evaluate.runner_client import RunnerConfig, RunnerProcess
+from quaere.evaluate.shared import MemfdAllocator
+
+# Copies x[0] to y[0]: the output says which input the call saw.
+SOURCE = 'extern "C" int first(const float* x, float* y) { y[0] = x[0]; return 0; }\n'
+
+
+@pytest.fixture
+def runner(tmp_path: Path):
+    source = tmp_path / "first.cpp"
+    source.write_text(SOURCE)
+    library = tmp_path / "first.so"
+    subprocess.run(["g++", "-shared", "-fPIC", "-O1", str(source), "-o", str(library)], check=True)
+    reads = isolation.read_roots([str(tmp_path)], os.environ, os.getcwd())
+    config = RunnerConfig(
+        device="cpu", library=str(library), entry="first",
+        policy=isolation.policy(True, False, reads, (str(tmp_path), "/dev")),
+        env=isolation.runner_env(os.environ, tmp_path, {}), stderr_path=tmp_path / "runner.stderr",
+        start_timeout_s=60.0,
+    )
+    process = RunnerProcess(config, cwd=tmp_path)
+    process.start()
+    yield process
+    process.close()
+
+
+def _buffers(runner: RunnerProcess):
+    x, y = (MemfdAllocator().allocate(name, 64) for name in ("x", "y"))
+    specs, fds = zip(*(b.export() for b in (x, y)), strict=True)
+    runner.map(list(specs), [fd for fd in fds if fd is not None], timeout_s=10.0)
+    args = [ArgSpec(kind="ptr", buffer=x.id), ArgSpec(kind="ptr", buffer=y.id)]
+    return x.typed("float32", (16,)), y.typed("float32", (16,)), args
+
+
+def test_a_gated_call_runs_on_the_inputs_written_between_armed_and_go(runner: RunnerProcess) -> None:
+    x, y, args = _buffers(runner)
+    x[0], y[0] = 1.0, 0.0
+
+    def publish() -> None:  # the runner is armed: it has not read x yet
+        assert y[0] == 0.0
+        x[0] = 7.0
+
+    timed = runner.call(args, timed=True, timeout_s=10.0, armed=publish)
+    assert timed.reply.code == 0 and y[0] == 7.0
+    assert runner.call(args, timed=True, timeout_s=10.0).reply.code == 0  # ungated calls keep working
+
+
+def test_an_armed_runner_takes_nothing_but_go(runner: RunnerProcess) -> None:
+    x, _, args = _buffers(runner)
+    call = {"op": "call", "args": [a.model_dump(mode="json", exclude_none=True) for a in args], "timed": True,
+            "gate": True}
+    assert runner._exchange(call, 10.0) == {"ok": True, "armed": True}  # noqa: SLF001 - the raw protocol
+    reply = runner._exchange({"op": "unmap", "ids": []}, 10.0)  # noqa: SLF001
+    assert reply["ok"] is False and "waits for 'go'" in reply["error"]
