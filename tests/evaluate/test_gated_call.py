@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -65,3 +66,26 @@ def test_an_armed_runner_takes_nothing_but_go(runner: RunnerProcess) -> None:
     assert runner._exchange(call, 10.0) == {"ok": True, "armed": True}  # noqa: SLF001 - the raw protocol
     reply = runner._exchange({"op": "unmap", "ids": []}, 10.0)  # noqa: SLF001
     assert reply["ok"] is False and "waits for 'go'" in reply["error"]
+
+
+def _state(pid: int, want: str = "T") -> str:
+    """The process's state, given a second to become ``want`` (a signal is taken when the process next runs)."""
+    deadline = time.monotonic() + 1.0
+    while True:
+        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+        if state == want or time.monotonic() > deadline:
+            return state
+        time.sleep(0.001)
+
+
+def test_a_runner_runs_only_while_the_judge_waits_on_it(runner: RunnerProcess) -> None:
+    """Stopped between requests (it can neither launch work nor watch the inputs while another implementation is
+    timed), running from its request to its reply, and while armed (it must take its word at once)."""
+    x, y, args = _buffers(runner)
+    assert _state(runner.pid) == "T"
+    seen: list[str] = []
+    runner.call(args, timed=True, timeout_s=10.0, armed=lambda: seen.append(_state(runner.pid, want="S")))
+    assert seen and seen[0] != "T"
+    assert _state(runner.pid) == "T"
+    runner.unmap([], timeout_s=10.0)  # continued for the request, stopped again after it
+    assert _state(runner.pid) == "T" and runner.alive()

@@ -109,6 +109,8 @@ class RunnerProcess:
         """Ids of the judge's buffers this runner has mapped (the judge's bookkeeping, not the runner's word)."""
         self._cpu_at_reply_ms = math.nan
         """The runner's CPU time when its latest reply came (accountable runners only)."""
+        self._stopped = False
+        """The judge stopped the runner's process group after its latest reply (see :meth:`_exchange`)."""
 
     # -- lifecycle ------------------------------------------------------------------------------------
 
@@ -138,6 +140,7 @@ class RunnerProcess:
     def close(self) -> None:
         try:
             if self.alive():
+                self._signal(signal.SIGCONT)
                 self.channel.send(json.dumps({"op": "exit"}).encode())
                 self.proc.wait(timeout=5)
         except (OSError, subprocess.TimeoutExpired):
@@ -166,7 +169,7 @@ class RunnerProcess:
                    "timed": timed, "gate": armed is not None}
         before = sched_ms(self.pid) if self.cpu_accountable else (math.nan, math.nan)
         if armed is not None:
-            self._parse(self._exchange(message, timeout_s), ArmedReply)
+            self._parse(self._exchange(message, timeout_s, hold=True), ArmedReply)
             armed()
             message = {"op": "go"}
         started = time.perf_counter_ns()
@@ -220,7 +223,30 @@ class RunnerProcess:
         except OSError:
             return -1
 
-    def _exchange(self, message: dict | None, timeout_s: float, fds: list[int] | None = None) -> dict:
+    def _signal(self, which: signal.Signals) -> None:
+        try:
+            os.killpg(self.proc.pid, which)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    def _exchange(self, message: dict | None, timeout_s: float, fds: list[int] | None = None,
+                  hold: bool = False) -> dict:
+        """Send ``message`` (None: only wait) and return the reply. The runner runs only while the judge waits
+        on it: it is continued before the message and stopped (SIGSTOP, its whole process group) once its reply
+        is in, unless ``hold`` (a gated call waiting for its word). So no runner launches work, or polls the
+        shared inputs, while another implementation is timed (a candidate that did lengthened the trusted
+        kernel's window and so loosened its own bound: stage 12, call 2). Work it enqueued before replying
+        still runs; see docs/security.md."""
+        if self._stopped:
+            self._signal(signal.SIGCONT)
+            self._stopped = False
+        reply = self._send_and_receive(message, timeout_s, fds)
+        if not hold:
+            self._signal(signal.SIGSTOP)
+            self._stopped = True
+        return reply
+
+    def _send_and_receive(self, message: dict | None, timeout_s: float, fds: list[int] | None) -> dict:
         if message is not None:
             try:
                 if fds:
