@@ -36,7 +36,7 @@ from quaere.evaluate.correctness import Rule, judge_error
 from quaere.evaluate.cpu_accounting import machine_ticks, steal_share
 from quaere.evaluate.judge_state import JudgeState
 from quaere.evaluate.protocol import CallReply
-from quaere.evaluate.runner_client import RunnerLost, RunnerProcess
+from quaere.evaluate.runner_client import RunnerLost, RunnerProcess, Timed
 from quaere.evaluate.scenario_buffers import ScenarioBuffers
 from quaere.evaluate.second_look import time_and_judge
 from quaere.evaluate.timed_checks import FullCheckSchedule, check_inputs_kept, check_whole, inputs_print
@@ -132,26 +132,14 @@ class NativeImpl:
         clock = ctx.state.clock(ctx.timing.flush_l2)
         args = ctx.buffers.arguments(ctx.state.task.module.arguments(ctx.scenario), slot)
         ops.synchronize()
-        armed_ms = math.nan  # the judge's host time from the window's opening to the runner's word
+        armed_ms: list[float] = []  # the judge's host time from the window's opening to the runner's word
 
-        def armed(opened: Callable[[], None]) -> None:
-            # The inputs reach the shared buffers only now, with the runner waiting for its word and the
-            # judge's marks around them: work done on them ahead of the call is inside the window. The copy
-            # and the flush are waited for before the word: the runner's copy engines can run beside the
-            # judge's context (on the H200 a candidate's fingerprint read saw the previous inputs when they
-            # were not), so its call must not start on half-written inputs or a half-flushed cache.
-            nonlocal armed_ms
-            opened_ns = time.perf_counter_ns()
-            opened()
-            ctx.publish()
-            clock.flush()
-            ops.synchronize()
-            clock.cover(RUNNER_COVER_CYCLES)
-            armed_ms = (time.perf_counter_ns() - opened_ns) / 1e6
+        def call(opened: Callable[[], None]) -> Timed:
+            return self.runner.call(args, timed=True, timeout_s=ctx.timeout_s,
+                                    armed=lambda: armed_ms.append(self._open(clock, opened)))
 
         try:
-            timed, span_ms = clock.bracket(lambda opened: self.runner.call(
-                args, timed=True, timeout_s=ctx.timeout_s, armed=lambda: armed(opened)))
+            timed, span_ms = clock.bracket(call)
         except RunnerLost as lost:
             ctx.state.runners.drop(self.name)
             raise TimingFailure(TimingStatus.FAILED, f"{lost.verdict.value}: {lost.detail}") from None
@@ -161,8 +149,9 @@ class NativeImpl:
         accounted = timed.accounted
         self.calls.add(timed.wall_ms, float(reply.device_ms or 0.0), float(reply.drain_ms or 0.0), span_ms,
                        accounted.cpu_ms + accounted.idle_cpu_ms, accounted.queued_ms)
-        ctx.log_call(self.name, index, reply, wall_ms=timed.wall_ms, span_ms=span_ms, armed_ms=armed_ms,
-                     cpu_ms=accounted.cpu_ms, queued_ms=accounted.queued_ms, idle_cpu_ms=accounted.idle_cpu_ms)
+        ctx.log_call(self.name, index, reply, wall_ms=timed.wall_ms, span_ms=span_ms,
+                     armed_ms=armed_ms[0] if armed_ms else math.nan, cpu_ms=accounted.cpu_ms,
+                     queued_ms=accounted.queued_ms, idle_cpu_ms=accounted.idle_cpu_ms)
         if self.schedule is not None:
             check_inputs_kept(ops, ctx.buffers.inputs, written, index)
         self._verify(outputs, sample, index)
@@ -171,6 +160,21 @@ class NativeImpl:
             bounds = {name: ctx.bounds[name] * ctx.timing.sample_slack for name in outputs.views}
             check_whole(ops, outputs.views, reference, bounds, index)
         return float(reply.device_ms or 0.0)
+
+    def _open(self, clock: Any, opened: Callable[[], None]) -> float:
+        """Open the judged window with the runner armed: mark, publish the inputs, flush, wait, cover; returns the
+        judge's host ms for it. The inputs reach the shared buffers only now, with the runner waiting for its
+        word and the judge's marks around them: work done on them ahead of the call is inside the window. The
+        copy and the flush are waited for before the word: the runner's copy engines can run beside the judge's
+        context (on the H200 a candidate's fingerprint read saw the previous inputs when they were not), so its
+        call must not start on half-written inputs or a half-flushed cache."""
+        opened_ns = time.perf_counter_ns()
+        opened()
+        self.ctx.publish()
+        clock.flush()
+        self.ctx.state.ops.synchronize()
+        clock.cover(RUNNER_COVER_CYCLES)
+        return (time.perf_counter_ns() - opened_ns) / 1e6
 
     def _verify(self, outputs: Any, sample: Sample, index: int) -> None:
         ops, ctx = self.ctx.state.ops, self.ctx
