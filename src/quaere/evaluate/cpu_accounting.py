@@ -39,8 +39,9 @@ class Accounted:
     queued_ms: float = math.nan
     """Time runnable but waiting for a core over the same interval."""
     idle_cpu_ms: float = math.nan
-    """CPU time from the reply to the runner's previous request to this request: a runner that has replied
-    blocks on its next request, so this is work done between requests (on inputs the judge already wrote)."""
+    """CPU time from the reply to the runner's previous request to this request. The judge stops a runner
+    once it has replied (``RunnerProcess._exchange``), so this is the little it ran before the stop took, or
+    everything it ran between requests where the stop could not be sent: counted with the call either way."""
 
 
 def sched_ms(pid: int, settle_s: float = SETTLE_S) -> tuple[float, float]:

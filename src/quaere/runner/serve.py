@@ -24,6 +24,7 @@ import os
 import socket
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -152,7 +153,7 @@ def _await_go(channel: socket.socket, spin_s: float) -> None:
         raise RequestError(f"a gated call waits for 'go', got {request.get('op')!r}")
 
 
-def _call(state: State, request: dict, go: Any) -> dict:
+def _call(state: State, request: dict, go: Callable[[], None]) -> dict:
     """The entry point on the request's arguments; ``go()`` is called once the call is ready to start when the
     request is gated."""
     types, values = _arguments(state, request.get("args", []))
@@ -191,7 +192,7 @@ def _call(state: State, request: dict, go: Any) -> dict:
             "host_ms": host_ms, "drain_ms": drain_ms}
 
 
-def _handle(state: State, request: dict, fds: list[int], go: Any) -> dict:
+def _handle(state: State, request: dict, fds: list[int], go: Callable[[], None]) -> dict:
     op = request.get("op")
     if op == "map":
         return _map(state, request, fds)
@@ -207,11 +208,11 @@ def _send(channel: socket.socket, reply: dict) -> None:
 
 
 SPIN_S = 0.05
-"""On a GPU, after each reply the runner polls for the next request this long before it blocks: during
-timing the next request comes within a millisecond, and a process woken from a blocking read adds a
-scheduler delay that varies by tens of microseconds, which is noise in the judge's clock bound. A CPU
-runner blocks at once: the judge counts the CPU time it runs between requests as its calls' (work done
-ahead of a call on inputs already written), which a poll would fill."""
+"""On a GPU, after each reply the runner polls for the next message this long before it blocks. It matters
+for the wait for ``go`` (the judge stops a runner between requests, not while it is armed): the word comes
+within a millisecond, and a process woken from a blocking read adds a scheduler delay that varies by tens of
+microseconds, which is noise in the judge's clock bound. A CPU runner blocks at once: the judge counts the
+CPU time it runs outside its calls as its calls' (``Accounted.idle_cpu_ms``), which a poll would fill."""
 
 
 def _receive(channel: socket.socket, spin_s: float) -> tuple[dict | None, list[int]]:
