@@ -138,6 +138,9 @@
 #ifndef FAH_OV  // 1: where no shared memory is left for a dedicated O buffer, stage O in the V ring
 #define FAH_OV 1
 #endif
+#ifndef FAH_MC  // K/V multicast in 2-CTA clusters, by kernel (bits): 1 non-causal D=128, 2 non-causal D=256,
+#define FAH_MC 0   // 4 non-causal D=64 (pairs of query blocks), 8 causal D=128 with grouped heads (pairs of heads)
+#endif
 #ifndef FAH_XT128  // 1: cross-tile overlap at D=128 (Q double-buffered; the next tile's first S GEMM runs
 #define FAH_XT128 0   // under this tile's epilogue), in the kernels without ping-pong turns
 #endif
@@ -160,6 +163,28 @@ __device__ __forceinline__ void mbar_expect_tx(uint32_t bar, uint32_t bytes) {
 __device__ __forceinline__ void mbar_arrive(uint32_t bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
 }
+// Cluster (FAH_MC): arrive on the barrier at this offset in CTA `cta` of the cluster (itself included);
+// the producer's wait on such a barrier acquires at cluster scope.
+__device__ __forceinline__ void mbar_arrive_cta(uint32_t bar, uint32_t cta) {
+  asm volatile(
+      "{\n.reg .b32 ra;\nmapa.shared::cluster.u32 ra, %0, %1;\n"
+      "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra];\n}\n" ::"r"(bar), "r"(cta) : "memory");
+}
+__device__ __forceinline__ void mbar_wait_cluster(uint32_t bar, uint32_t parity) {
+  asm volatile(
+      "{\n.reg .pred P1;\nWAIT_%=:\n"
+      "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 P1, [%0], %1;\n"
+      "@!P1 bra WAIT_%=;\n}\n" ::"r"(bar), "r"(parity) : "memory");
+}
+__device__ __forceinline__ uint32_t cluster_rank() {
+  uint32_t r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+  return r;
+}
+// Every thread of both CTAs; also a barrier inside the CTA.
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
+}
 __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
   asm volatile(
       "{\n.reg .pred P1;\nWAIT_%=:\n"
@@ -172,6 +197,14 @@ __device__ __forceinline__ void tma_load_4d(uint32_t dst, const CUtensorMap* map
       "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes"
       " [%0], [%1, {%2, %3, %4, %5}], [%6];\n" ::"r"(dst), "l"(reinterpret_cast<uint64_t>(map)),
       "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(bar) : "memory");
+}
+// The same box written at this offset in every CTA of `mask`, each CTA's barrier at `bar` told its bytes.
+__device__ __forceinline__ void tma_load_4d_mc(uint32_t dst, const CUtensorMap* map, uint32_t bar, int c0, int c1,
+                                               int c2, int c3, uint16_t mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+      " [%0], [%1, {%2, %3, %4, %5}], [%6], %7;\n" ::"r"(dst), "l"(reinterpret_cast<uint64_t>(map)),
+      "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(bar), "h"(mask) : "memory");
 }
 // Bulk tensor store of one 64-column box from shared memory (same 4-D map form as the loads); rows
 // past the sequence end are clipped by the copy engine.
@@ -514,6 +547,18 @@ __host__ __device__ __forceinline__ void tile_coords(int t, int num_m_blocks, in
   }
 }
 
+// Multicast pairs (FAH_MC): unit u's tile for CTA `rank` of its cluster. MC = 1: query-block pairs (num_m_blocks
+// counts pairs; the second block of an odd last pair lies past the end); MC = 2: head pairs (num_bh and
+// heads_s count pairs); MC = 0: tile u (rank 0). Both ranks get the same batch, K/V head and KV range.
+__host__ __device__ __forceinline__ void unit_coords(int u, int mc, int rank, int num_m_blocks, int heads_per_group,
+                                                     int num_bh, int heads_s, int bm, int bn, int n_total, int causal,
+                                                     int off, int& b, int& h, int& m0, int& n_max) {
+  tile_coords(u, num_m_blocks, heads_per_group, num_bh, heads_s, mc == 1 ? 2 * bm : bm, bn, n_total, causal, off, b,
+              h, m0, n_max);
+  if (mc == 1) m0 += rank * bm;
+  if (mc == 2) h = 2 * h + rank;
+}
+
 // Split tail: piece q of k of a tile with n KV blocks covers blocks [lo, hi); the k pieces cover
 // [0, n) once, each non-empty when k <= n (split_pieces never picks k > n).
 __host__ __device__ __forceinline__ void piece_range(int n, int q, int k, int& lo, int& hi) {
@@ -616,7 +661,13 @@ __device__ __forceinline__ bool split_combine(const Params& p, float* o, float& 
 // FAH_LZ_CAUSAL says (the GQA kernel, FAH_LZ_GQA). A fixed CM gives ptxas one kind of
 // loop to schedule: +0.5% at D=128 and D=256; at D=64 the split measured -0.5 to -1%, so D=64
 // keeps CM = 2 (perf.md, stage 6).
-template <int D, int BN, int STAGES, int NWG, bool PINGPONG, int CM>
+// MC (FAH_MC): launched in clusters of 2 CTAs that take their tiles in pairs sharing one K/V range, each CTA
+// loading half of every K/V block into both CTAs' rings (TMA multicast). MC = 1: query blocks 2j and 2j+1 of
+// one head (non-causal only: both walk every key; an odd last block is paired with one past the end, whose rows
+// are zero-filled and never stored); MC = 2: heads 2j and 2j+1, one K/V head (the host asks for an even group).
+// A ring stage is released to both producers (either may write into this CTA's ring); the schedule is static
+// (both CTAs of a cluster must see the same sequence of pairs).
+template <int D, int BN, int STAGES, int NWG, bool PINGPONG, int CM, int MC = 0>
 __global__ void __launch_bounds__(128 * (NWG + 1), 1)
     fa_fwd_kernel(const __grid_constant__ CUtensorMap tmQ, const __grid_constant__ CUtensorMap tmK,
                   const __grid_constant__ CUtensorMap tmV, const __grid_constant__ CUtensorMap tmO,
@@ -650,8 +701,14 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
   auto qempty = [&](int qb) { return qb ? tile_slot + 72 : barQEmpty; };
   auto qslot = [&](int qb) { return qb ? tile_slot + 80 : tile_slot; };
 
-  const int num_bh = p.batch * p.heads_q;
+  static_assert(MC == 0 || (!kSplitTail<D, BN, STAGES, NWG, CM> && (MC == 2 || (CM != 1 && CM != 3))),
+                "multicast pairs need equal K/V ranges");
+  // Scheduling space: MC = 2 counts head pairs, MC = 1 query-block pairs (p.num_m_blocks is then the pairs'
+  // count); a unit is a tile pair for MC.
+  const int heads_s = MC == 2 ? p.heads_q / 2 : p.heads_q;
+  const int num_bh = p.batch * heads_s;
   const int num_tiles = p.num_m_blocks * num_bh;
+  const uint32_t rank = MC ? cluster_rank() : 0u;
   // Work units: the whole tiles, then split_k pieces of each remaining tile.
   const int num_units = SPLIT ? p.full_tiles + (num_tiles - p.full_tiles) * p.split_k : num_tiles;
   const int off = p.seqlen_k - p.seqlen_q;  // bottom-right causal alignment
@@ -661,8 +718,8 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
   // (p.heads_per_group batch*head entries), and inside a group the query blocks go from the last
   // (heaviest when causal) to the first, heads fastest, so CTAs running together share K/V in L2.
   auto tile_info = [&](int t, int& b, int& h, int& m0, int& n_max) {
-    tile_coords(t, p.num_m_blocks, p.heads_per_group, num_bh, p.heads_q, kBM, BN, n_total, causal, off, b, h, m0,
-                n_max);
+    unit_coords(t, MC, (int)rank, p.num_m_blocks, p.heads_per_group, num_bh, heads_s, kBM, BN, n_total, causal, off,
+                b, h, m0, n_max);
   };
 
   const int tid = threadIdx.x;
@@ -674,7 +731,7 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
     // once per warp, after that warp's own read of the slot, so that the slot is never rewritten
     // before every warp has read it (an ordering the memory model, and racecheck, can see).
     mbar_init(barQEmpty, 4 * NWG);
-    mbar_init(barOFree, NWG);
+    mbar_init(barOFree, MC ? 2 * NWG : NWG);
     if (XT) {
       mbar_init(qfull(1), 1);
       mbar_init(qempty(1), 4 * NWG);
@@ -682,8 +739,8 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
     for (int s = 0; s < STAGES; ++s) {
       mbar_init(barFullK(s), 1);
       mbar_init(barFullV(s), 1);
-      mbar_init(barEmptyK(s), NWG);
-      mbar_init(barEmptyV(s), NWG);
+      mbar_init(barEmptyK(s), MC ? 2 * NWG : NWG);
+      mbar_init(barEmptyV(s), MC ? 2 * NWG : NWG);
     }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
@@ -692,7 +749,8 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
     g_probe[4 * blockIdx.x + 2] = 0ull;
 #endif
   }
-  __syncthreads();
+  if (MC) cluster_sync();  // the peer's barriers are initialised before anything lands in them
+  else __syncthreads();
 
   if (wg == 0) {
     // Register split: the producer needs few; head dim 256 needs 240 per consumer thread for O.
@@ -705,7 +763,7 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
       // shared memory and released by the arrive on barQ (with the Q copy, or alone when the tile
       // has no visible keys); -1 tells the consumers to stop.
       int kv_it = 0, q_it = 0, kt = 0;  // kt: tiles with keys issued so far
-      int tile = blockIdx.x;
+      int tile = MC ? blockIdx.x / 2 : blockIdx.x;  // MC: the cluster's index
       int b = 0, h = 0, m0 = 0, n_max = 0;
       int n_top = 0, sj = -1, sq = 0;  // SPLIT: the KV range's end, the split tile and the piece
       // Unit u -> its tile's coordinates and KV range [n_top - n_max, n_top) (n_max blocks).
@@ -751,23 +809,34 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
             tma_load_4d(sQ + qb * L::Q_BYTES + c * kBM * 128, &tmQ, qfull(qb), c * 64, h, m0, b);
         }
         const int hkv = h / p.group;
+        // One K or V block into a ring stage (MC: this CTA's half of the rows, into both CTAs; the maps' boxes
+        // are BN / 2 rows then, and each CTA's full barrier expects the whole block).
+        auto load_block = [&](uint32_t dst, const CUtensorMap* map, uint32_t full, int it) {
+          const int row = (n_top - 1 - it) * BN + (MC ? (int)rank * (BN / 2) : 0);
+          const uint32_t half = MC ? rank * (BN / 2) * 128 : 0u;
+#pragma unroll
+          for (int c = 0; c < DC; ++c) {
+            if (MC) tma_load_4d_mc(dst + c * BN * 128 + half, map, full, c * 64, hkv, row, b, (uint16_t)3);
+            else tma_load_4d(dst + c * BN * 128, map, full, c * 64, hkv, row, b);
+          }
+        };
+        auto wait_free = [&](uint32_t bar, uint32_t parity) {
+          if (MC) mbar_wait_cluster(bar, parity);
+          else mbar_wait(bar, parity);
+        };
         // Block it's K and V go to stage (kv_it + it) % STAGES.
         auto load_k = [&](int it) {
           const int g = kv_it + it, s = g % STAGES;
-          mbar_wait(barEmptyK(s), ((g / STAGES) & 1) ^ 1);
+          wait_free(barEmptyK(s), ((g / STAGES) & 1) ^ 1);
           mbar_expect_tx(barFullK(s), L::KV_BYTES);
-#pragma unroll
-          for (int c = 0; c < DC; ++c)
-            tma_load_4d(sK + s * L::KV_BYTES + c * BN * 128, &tmK, barFullK(s), c * 64, hkv, (n_top - 1 - it) * BN, b);
+          load_block(sK + s * L::KV_BYTES, &tmK, barFullK(s), it);
         };
         auto load_v = [&](int it) {
           const int g = kv_it + it, s = g % STAGES;
-          mbar_wait(barEmptyV(s), ((g / STAGES) & 1) ^ 1);
-          if (L::O_IN_V && it == 0 && kt > 0) mbar_wait(barOFree, (kt - 1) & 1);
+          wait_free(barEmptyV(s), ((g / STAGES) & 1) ^ 1);
+          if (L::O_IN_V && it == 0 && kt > 0) wait_free(barOFree, (kt - 1) & 1);
           mbar_expect_tx(barFullV(s), L::KV_BYTES);
-#pragma unroll
-          for (int c = 0; c < DC; ++c)
-            tma_load_4d(sV + s * L::KV_BYTES + c * BN * 128, &tmV, barFullV(s), c * 64, hkv, (n_top - 1 - it) * BN, b);
+          load_block(sV + s * L::KV_BYTES, &tmV, barFullV(s), it);
         };
         if (D >= FAH_KAHEAD_D) {
           // In the consumers' order: block it+1's K (its S GEMM comes first) before block it's V.
@@ -784,7 +853,7 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
         }
         kv_it += n_max;
         kt += n_max > 0;
-        tile = gridDim.x + (int)atomicAdd(&p.sched[0], 1u);
+        tile = MC ? tile + (int)gridDim.x / 2 : (int)gridDim.x + (int)atomicAdd(&p.sched[0], 1u);
         if (tile < num_units) {
           unit_info(tile);
           // Q is loaded only once this tile's Q is released; warm L2 with it (and the first K/V
@@ -808,11 +877,12 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
 #endif
       // The last CTA to finish resets the counters for the next launch on this stream.
       __threadfence();
-      if (atomicAdd(&p.sched[1], 1u) == gridDim.x - 1) {
+      if (!MC && atomicAdd(&p.sched[1], 1u) == gridDim.x - 1) {
         atomicExch(&p.sched[0], 0u);
         atomicExch(&p.sched[1], 0u);
       }
     }
+    if (MC) cluster_sync();  // neither CTA leaves while the other may still arrive on its barriers
     return;
   }
 
@@ -829,13 +899,22 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
   constexpr bool LAZY = (D == 64 ? FAH_LAZY64 && (FAH_LAZY64_2WG || NWG != 2)
                                  : D == 128 ? FAH_LAZY128 : FAH_LAZY256) != 0 &&
                         (CM != 1 || FAH_LZ_CAUSAL == 1 || (FAH_LZ_CAUSAL == 2 && !PINGPONG));
+  // A ring stage or the O-free barrier released (MC: to both CTAs' producers, which both write this ring).
+  auto release = [&](uint32_t b) {
+    if (MC) {
+      mbar_arrive_cta(b, 0u);
+      mbar_arrive_cta(b, 1u);
+    } else {
+      mbar_arrive(b);
+    }
+  };
   bool store_pending = false;  // thread 0 of the warpgroup: a TMA store of O still reads sO
   // Called once the next tile's first GEMM is under way (or it has none): the previous tile's O
   // store has then had time to read sO; for O_IN_V the producer may now load V over it.
   auto finish_store = [&]() {
     if (TMA_ST && t128 == 0 && store_pending) {
       bulk_wait_read();
-      if (L::O_IN_V) mbar_arrive(barOFree);
+      if (L::O_IN_V) release(barOFree);
       store_pending = false;
     }
   };
@@ -957,7 +1036,7 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
         }
         wgmma_wait<0>();
         fence_regs<BN / 2>(s);
-        if (t128 == 0) mbar_arrive(barEmptyK(st));
+        if (t128 == 0) release(barEmptyK(st));
         // A one-block tile's only S GEMM has completed: Q may be overwritten (see the loop).
         if (n_max == 1) {
           __syncwarp();
@@ -1004,9 +1083,9 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
             // block) keeps failing softmax_fast block after block (a sum over 2^8 of P each under 2^8).
             grow = softmax(n, sc0, sc1, FAH_LZ_EXACT ? 0.f : 8.f);
           }
-          if (t128 == 0) mbar_arrive(barEmptyK(st));
+          if (t128 == 0) release(barEmptyK(st));
         } else {
-          if (t128 == 0) mbar_arrive(barEmptyK(st));
+          if (t128 == 0) release(barEmptyK(st));
           // The last S GEMM of the tile has completed (as for the K stage above): release Q now, not
           // after this block's softmax, so that the next tile's Q load starts one softmax earlier.
           if (it == n_max - 1) {
@@ -1019,7 +1098,7 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
         wgmma_wait<0>();
         fence_regs<D / 2>(o);
         fence_regs_u<BN / 4>(pf);
-        if (t128 == 0) mbar_arrive(barEmptyV(pst));
+        if (t128 == 0) release(barEmptyV(pst));
         if (grow) {
 #pragma unroll
           for (int i = 0; i < D / 8; ++i) {
@@ -1046,7 +1125,7 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
         }
         fence_regs<D / 2>(o);
         fence_regs_u<BN / 4>(pf);
-        if (t128 == 0) mbar_arrive(barEmptyV(lst));
+        if (t128 == 0) release(barEmptyV(lst));
       }
       kv_it += n_max;
     }
@@ -1115,7 +1194,7 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
         // it, then let the producer go (one arrive per warpgroup, after all its reads).
         asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
         named_sync(3 + cw, 128);
-        if (t128 == 0) mbar_arrive(barOFree);
+        if (t128 == 0) release(barOFree);
       }
       if ((lane & 3) == 0) {
         if (row0 < p.seqlen_q)
@@ -1144,6 +1223,7 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
   }
   if (XT) wgmma_wait<0>();  // the stand-in GEMM issued for the stop signal
   if (TMA_ST && t128 == 0 && store_pending) bulk_wait_all();  // shared memory must outlive the last store
+  if (MC) cluster_sync();
 #if FAH_PROBE
   if (t128 == 0) atomicMax(&g_probe[4 * blockIdx.x + 2], globaltimer());
 #endif
@@ -1253,22 +1333,50 @@ static int heads_per_group(int num_bh, double kv_bytes_per_qhead, int causal, in
   return num_bh;
 }
 
-template <int D, int BN, int STAGES, int NWG, bool PINGPONG, int CM = 2>
+// MC kernels: how many 2-CTA clusters fit on the device at once (a GPC with an odd count of free SMs leaves
+// one out); 0 if the query fails.
+template <int D, int BN, int STAGES, int NWG, bool PINGPONG, int CM, int MC>
+static int max_clusters(int smem_bytes) {
+  static int n = -1;
+  if (n < 0) {
+    cudaLaunchConfig_t cfg = {};
+    cudaLaunchAttribute attr;
+    attr.id = cudaLaunchAttributeClusterDimension;
+    attr.val.clusterDim.x = 2;
+    attr.val.clusterDim.y = 1;
+    attr.val.clusterDim.z = 1;
+    cfg.gridDim = dim3(2 * num_sms(), 1, 1);
+    cfg.blockDim = dim3(128 * (NWG + 1), 1, 1);
+    cfg.dynamicSmemBytes = smem_bytes;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    int c = 0;
+    n = cudaOccupancyMaxActiveClusters(&c, fa_fwd_kernel<D, BN, STAGES, NWG, PINGPONG, CM, MC>, &cfg) == cudaSuccess
+            ? c : 0;
+  }
+  return n;
+}
+
+template <int D, int BN, int STAGES, int NWG, bool PINGPONG, int CM = 2, int MC = 0>
 static int launch(const void* q, const void* k, const void* v, void* o, float* lse, int batch, int sq, int sk,
                   int hq, int hkv, float scale, int causal, cudaStream_t stream) {
   using L = Layout<D, BN, STAGES, NWG, kCrossTile<D, BN, STAGES, NWG, PINGPONG, CM> ? 2 : 1>;
   constexpr int kBM = L::BM;
   CUtensorMap mq, mk, mv, mo;
-  if (!make_map(&mq, q, D, hq, sq, batch, kBM) || !make_map(&mk, k, D, hkv, sk, batch, BN) ||
-      !make_map(&mv, v, D, hkv, sk, batch, BN) || !make_map(&mo, o, D, hq, sq, batch, 64))
+  if (!make_map(&mq, q, D, hq, sq, batch, kBM) || !make_map(&mk, k, D, hkv, sk, batch, MC ? BN / 2 : BN) ||
+      !make_map(&mv, v, D, hkv, sk, batch, MC ? BN / 2 : BN) || !make_map(&mo, o, D, hq, sq, batch, 64))
     return 4;
   static bool attr_set = false;
   if (!attr_set) {
-    if (cudaFuncSetAttribute(fa_fwd_kernel<D, BN, STAGES, NWG, PINGPONG, CM>, cudaFuncAttributeMaxDynamicSharedMemorySize, L::SMEM) !=
-        cudaSuccess)
+    if (cudaFuncSetAttribute(fa_fwd_kernel<D, BN, STAGES, NWG, PINGPONG, CM, MC>,
+                             cudaFuncAttributeMaxDynamicSharedMemorySize, L::SMEM) != cudaSuccess)
       return 5;
     attr_set = true;
   }
+  // MC: the schedule counts pairs (of query blocks, MC = 1; of heads, MC = 2) on the clusters that fit.
+  const int clusters = MC ? max_clusters<D, BN, STAGES, NWG, PINGPONG, CM, MC>(L::SMEM) : 0;
+  if (MC && clusters < 1) return 5;
+  const int sms = MC ? clusters : num_sms();
   Params p;
   p.o = static_cast<__nv_bfloat16*>(o);
   p.lse = lse;
@@ -1279,14 +1387,17 @@ static int launch(const void* q, const void* k, const void* v, void* o, float* l
   p.heads_q = hq;
   p.group = hq / hkv;
   p.causal = causal ? 1 : 0;
-  p.num_m_blocks = (sq + kBM - 1) / kBM;
+  const int m_blocks = (sq + kBM - 1) / kBM;
+  p.num_m_blocks = MC == 1 ? (m_blocks + 1) / 2 : m_blocks;
+  const int units_bh = MC == 2 ? batch * hq / 2 : batch * hq;  // MC = 2: head pairs
+  const double unit_kv_bytes = 4.0 * sk * D / (hq / hkv) * (MC == 2 ? 2 : 1);
   p.heads_per_group = causal && sk <= FAH_ONEGROUP_SK_C
-                          ? batch * hq
-                          : heads_per_group(batch * hq, 4.0 * sk * D / (hq / hkv), causal, p.num_m_blocks, num_sms());
+                          ? units_bh
+                          : heads_per_group(units_bh, unit_kv_bytes, causal, p.num_m_blocks, sms);
   p.scale = scale;
   p.scale_log2 = scale * 1.4426950408889634f;
-  const int64_t tiles = (int64_t)batch * hq * p.num_m_blocks;
-  const int grid = (int)(tiles < num_sms() ? tiles : num_sms());
+  const int64_t tiles = (int64_t)units_bh * p.num_m_blocks;  // MC: tile pairs
+  const int grid = (int)(tiles < sms ? tiles : sms) * (MC ? 2 : 1);
   p.full_tiles = (int)tiles;
   p.split_k = 1;
   p.part = nullptr;
@@ -1303,6 +1414,24 @@ static int launch(const void* q, const void* k, const void* v, void* o, float* l
     }
   }
 #endif
+  if (MC) {
+    cudaLaunchConfig_t cfg = {};
+    cudaLaunchAttribute attr;
+    attr.id = cudaLaunchAttributeClusterDimension;
+    attr.val.clusterDim.x = 2;
+    attr.val.clusterDim.y = 1;
+    attr.val.clusterDim.z = 1;
+    cfg.gridDim = dim3(grid, 1, 1);
+    cfg.blockDim = dim3(128 * (NWG + 1), 1, 1);
+    cfg.dynamicSmemBytes = L::SMEM;
+    cfg.stream = stream;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    return cudaLaunchKernelEx(&cfg, fa_fwd_kernel<D, BN, STAGES, NWG, PINGPONG, CM, MC>, mq, mk, mv, mo, p) ==
+                   cudaSuccess
+               ? 0
+               : 6;
+  }
   fa_fwd_kernel<D, BN, STAGES, NWG, PINGPONG, CM><<<grid, 128 * (NWG + 1), L::SMEM, stream>>>(mq, mk, mv, mo, p);
   return cudaGetLastError() == cudaSuccess ? 0 : 6;
 }
@@ -1330,15 +1459,23 @@ extern "C" int attention_forward(const void* q, const void* k, const void* v, vo
       // gain from the third warpgroup.
       if (causal && seqlen_q <= FAH_SQ64_2WG)
         return fah::launch<64, FAH_BN64, 3, 2, FAH_PP64 != 0>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
+#if FAH_MC & 4
+      if (!causal)
+        return fah::launch<64, FAH_BN64, 3, FAH_NWG64, FAH_NWG64 == 2 ? FAH_PP64 != 0 : FAH_RR64 != 0, 2, 1>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
+#endif
       return fah::launch<64, FAH_BN64, 3, FAH_NWG64, FAH_NWG64 == 2 ? FAH_PP64 != 0 : FAH_RR64 != 0>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
     case 128:
       if (!causal)
-        return fah::launch<128, FAH_BN128NC, FAH_ST128, 2, FAH_PP128, 0>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
+        return fah::launch<128, FAH_BN128NC, FAH_ST128, 2, FAH_PP128, 0, (FAH_MC & 1) ? 1 : 0>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
 #if FAH_PP128C_SK > 0
       if (seqlen_k <= FAH_PP128C_SK)
         return fah::launch<128, FAH_BN128, FAH_ST128, 2, true, 1>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
 #endif
 #if FAH_LZ_GQA
+#if FAH_MC & 8
+      if (heads_q != heads_kv && (heads_q / heads_kv) % 2 == 0)
+        return fah::launch<128, FAH_BN128, FAH_ST128, 2, FAH_PP128C, 3, 2>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
+#endif
       if (heads_q != heads_kv)
         return fah::launch<128, FAH_BN128, FAH_ST128, 2, FAH_PP128C, 3>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
 #endif
@@ -1350,7 +1487,7 @@ extern "C" int attention_forward(const void* q, const void* k, const void* v, vo
         return fah::launch<256, 64, 2, 2, FAH_PP256 || FAH_PP256C, 1>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
       if (causal)
         return fah::launch<256, FAH_BN256, 2, 2, FAH_PP256 || FAH_PP256C, 1>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
-      return fah::launch<256, FAH_BN256, 2, 2, FAH_PP256, 0>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
+      return fah::launch<256, FAH_BN256, 2, 2, FAH_PP256, 0, (FAH_MC & 2) ? 1 : 0>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
     default: return 2;
   }
 }

@@ -13,6 +13,9 @@
 //   5. the dynamic scheduler (first tile = blockIdx, then gridDim + atomic counter) hands out every
 //      tile exactly once under random interleavings, and the counters are zero after the launch.
 //   6. causal: the last head group holds at least FAH_TAIL tenths of 132 SMs in tiles (or all tiles).
+//   8. multicast pairs (FAH_MC, unit_coords): MC = 1 on non-causal shapes, MC = 2 where the K/V group is even;
+//      the two CTAs of a unit get one batch, one K/V head and one KV range, and the units cover every tile
+//      once (MC = 1: an odd last query block's partner lies past the sequence end).
 #include "../../kernels/flash_attention_hopper.cu"
 
 #include <cstdio>
@@ -150,6 +153,36 @@ void check_shape(const Shape& s, int d, std::mt19937& rng) {
   g_keyless_tiles += keyless_tiles;
 }
 
+// 8. Units 0..units-1 of multicast mode mc, for a few head-group sizes (coverage must not depend on it).
+void check_pairs(const Shape& s, int d, int mc) {
+  const Tiles tl = tiles_for(d, s);
+  char tag[160];
+  std::snprintf(tag, sizeof tag, "MC=%d B=%d Sq=%d Sk=%d Hq=%d Hkv=%d D=%d causal=%d", mc, s.batch, s.sq, s.sk, s.hq,
+                s.hkv, d, s.causal);
+  const int m_blocks = (s.sq + tl.bm - 1) / tl.bm;
+  const int unit_m = mc == 1 ? (m_blocks + 1) / 2 : m_blocks;
+  const int heads_s = mc == 2 ? s.hq / 2 : s.hq, num_bh = s.batch * heads_s;
+  const int n_total = (s.sk + tl.bn - 1) / tl.bn, off = s.sk - s.sq, group = s.hq / s.hkv;
+  for (int hpg : {1, 3, num_bh}) {
+    std::vector<int> seen((size_t)s.batch * s.hq * m_blocks, 0);
+    for (int u = 0; u < unit_m * num_bh; ++u) {
+      int b[2], h[2], m0[2], n_max[2];
+      for (int r = 0; r < 2; ++r)
+        fah::unit_coords(u, mc, r, unit_m, hpg, num_bh, heads_s, tl.bm, tl.bn, n_total, s.causal, off, b[r], h[r],
+                         m0[r], n_max[r]);
+      EXPECT(b[0] == b[1] && h[0] / group == h[1] / group && n_max[0] == n_max[1], "%s unit %d: ranks differ", tag, u);
+      for (int r = 0; r < 2; ++r) {
+        const bool past = mc == 1 && r == 1 && m0[r] >= s.sq;  // the odd last block's partner
+        EXPECT(past ? m0[0] + tl.bm >= s.sq : (b[r] >= 0 && b[r] < s.batch && h[r] >= 0 && h[r] < s.hq &&
+                                               m0[r] >= 0 && m0[r] < s.sq && m0[r] % tl.bm == 0),
+               "%s unit %d rank %d -> b=%d h=%d m0=%d", tag, u, r, b[r], h[r], m0[r]);
+        if (!past) ++seen[((size_t)b[r] * s.hq + h[r]) * m_blocks + m0[r] / tl.bm];
+      }
+    }
+    for (size_t i = 0; i < seen.size(); ++i) EXPECT(seen[i] == 1, "%s hpg %d tile %zu covered %d times", tag, hpg, i, seen[i]);
+  }
+}
+
 }  // namespace
 
 // 7. split tail: the pieces of a tile cover its KV blocks once, none empty, for every k split_pieces
@@ -192,6 +225,13 @@ int main() {
   std::mt19937 rng(1234);
   for (const Shape& s : shapes)
     for (int d : {64, 128, 256}) check_shape(s, d, rng);
+  // 8. multicast pairs, on the sweep made non-causal (MC = 1) and on its shapes with an even K/V group (MC = 2)
+  for (Shape s : shapes)
+    for (int d : {64, 128, 256}) {
+      if ((s.hq / s.hkv) % 2 == 0) check_pairs(s, d, 2);
+      s.causal = 0;
+      check_pairs(s, d, 1);
+    }
   EXPECT(g_keyless_tiles > 0, "the sweep has no key-less tile");
   std::printf("tile_math_test: %zu shapes x 3 head dims, %ld key-less tiles, %d failure(s)\n", shapes.size(),
               g_keyless_tiles, g_failures);
