@@ -105,6 +105,42 @@ extern "C" int ahead() {
 }}
 """
 
+# Device work left queued after each reply: the runner's Python is rewritten so that, once its call has drained
+# and before the reply goes out, a one-block spin of LEFT_WORK_NS starts on a private stream. The runner is then
+# stopped, but its queued kernel runs on into whatever the judge times next; contexts of different processes
+# time-slice, so a single block of it can hold back the whole device for a comparison (FA3) or the initial
+# kernel, while in its own context it takes one SM of 132 from the candidate's next call.
+LEFT_WORK_NS = 2_000_000
+LEFT_WORK = PYTHON_IN_RUNNER + r"""
+#include <cstdio>
+#include <cstdint>
+__global__ void left_spin(unsigned long long ns) {
+    unsigned long long start, now;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+    do { asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now)); } while (now - start < ns);
+}
+extern "C" void leave_work() {
+    static cudaStream_t side = nullptr;
+    if (!side) cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking);
+    left_spin<<<1, 32, 0, side>>>(@NS@ull);
+}
+__attribute__((constructor)) static void rewrite_call() {
+    char code[512];
+    std::snprintf(code, sizeof code,
+        "import ctypes\n"
+        "import quaere.runner.serve as s\n"
+        "_leave = ctypes.CFUNCTYPE(None)(%llu)\n"
+        "_real = s._call\n"
+        "def _call(*args):\n"
+        "    reply = _real(*args)\n"
+        "    _leave()\n"
+        "    return reply\n"
+        "s._call = _call\n",
+        static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(&leave_work)));
+    run_python(code);
+}
+""".replace("@NS@", str(LEFT_WORK_NS)) + f"{SIGNATURE} {{ return {CALL}; }}\n"
+
 ATTACKS = {
     # The second half of the batch runs on a private stream after the first: outside the caller's stream.
     "private_stream": f"""
@@ -187,6 +223,8 @@ ATTACKS = {
     "forge_small": forged_claims(0.9) + f"{SIGNATURE} {{ return {CALL}; }}\n",
     # The work done ahead of the call, on inputs seen as soon as they exist (see PRECOMPUTE).
     "precompute": PRECOMPUTE,
+    # Work queued after each reply, into the next implementation's window (see LEFT_WORK).
+    "left_work": LEFT_WORK,
     # 15 us of device work on a private stream that outlasts the caller's stream: a drain under the 30 us
     # drain slack and a wall time under the host clock's 50 us (a model of a small share of the real work
     # moved off the timed stream).
