@@ -141,6 +141,15 @@
 #ifndef FAH_MC  // K/V multicast in 2-CTA clusters, by kernel (bits): 1 non-causal D=128, 2 non-causal D=256,
 #define FAH_MC 0   // 4 non-causal D=64 (pairs of query blocks), 8 causal D=128 with grouped heads (pairs of heads)
 #endif
+#ifndef FAH_MC_ST64  // multicast kernels' ring depth and KV tile width (a release now crosses to the peer CTA)
+#define FAH_MC_ST64 3
+#endif
+#ifndef FAH_MC_ST128
+#define FAH_MC_ST128 FAH_ST128
+#endif
+#ifndef FAH_MC_BN128
+#define FAH_MC_BN128 FAH_BN128NC
+#endif
 #ifndef FAH_MC_ACQ  // 1: the producer's wait for a ring stage released by both CTAs acquires at cluster scope
 #define FAH_MC_ACQ 1
 #endif
@@ -1466,12 +1475,16 @@ extern "C" int attention_forward(const void* q, const void* k, const void* v, vo
         return fah::launch<64, FAH_BN64, 3, 2, FAH_PP64 != 0>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
 #if FAH_MC & 4
       if (!causal)
-        return fah::launch<64, FAH_BN64, 3, FAH_NWG64, FAH_NWG64 == 2 ? FAH_PP64 != 0 : FAH_RR64 != 0, 2, 1>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
+        return fah::launch<64, FAH_BN64, FAH_MC_ST64, FAH_NWG64, FAH_NWG64 == 2 ? FAH_PP64 != 0 : FAH_RR64 != 0, 2, 1>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
 #endif
       return fah::launch<64, FAH_BN64, 3, FAH_NWG64, FAH_NWG64 == 2 ? FAH_PP64 != 0 : FAH_RR64 != 0>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
     case 128:
+#if FAH_MC & 1
       if (!causal)
-        return fah::launch<128, FAH_BN128NC, FAH_ST128, 2, FAH_PP128, 0, (FAH_MC & 1) ? 1 : 0>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
+        return fah::launch<128, FAH_MC_BN128, FAH_MC_ST128, 2, FAH_PP128, 0, 1>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
+#endif
+      if (!causal)
+        return fah::launch<128, FAH_BN128NC, FAH_ST128, 2, FAH_PP128, 0>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
 #if FAH_PP128C_SK > 0
       if (seqlen_k <= FAH_PP128C_SK)
         return fah::launch<128, FAH_BN128, FAH_ST128, 2, true, 1>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);

@@ -67,6 +67,7 @@ def test_the_shipped_kernel_is_not_flagged(fa_task, options: EvalOptions) -> Non
                                                  ("memo_pointer", TimingStatus.INPUTS_MEMOIZED),
                                                  ("forge_time", TimingStatus.HIDDEN_WORK),
                                                  ("precompute", TimingStatus.HIDDEN_WORK),
+                                                 ("left_work", TimingStatus.HIDDEN_WORK),
                                                  pytest.param("forge_small", TimingStatus.HIDDEN_WORK, marks=GAP),
                                                  pytest.param("hidden_tail", TimingStatus.HIDDEN_WORK, marks=GAP)])
 def test_attack_gets_its_verdict(fa_task, options: EvalOptions, tmp_path: Path, attack: str,
