@@ -150,6 +150,9 @@
 #ifndef FAH_MC_BN128
 #define FAH_MC_BN128 FAH_BN128NC
 #endif
+#ifndef FAH_MC_ARV  // a consumer's release of a stage to both CTAs: 0 both through cluster addresses, release at
+#define FAH_MC_ARV 0  // cluster scope; 1 the own barrier plainly, the peer's with the default (CTA) scope; 2 the
+#endif                // own plainly, the peer's at cluster scope
 #ifndef FAH_MC_ACQ  // 1: the producer's wait for a ring stage released by both CTAs acquires at cluster scope
 #define FAH_MC_ACQ 1
 #endif
@@ -181,6 +184,12 @@ __device__ __forceinline__ void mbar_arrive_cta(uint32_t bar, uint32_t cta) {
   asm volatile(
       "{\n.reg .b32 ra;\nmapa.shared::cluster.u32 ra, %0, %1;\n"
       "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra];\n}\n" ::"r"(bar), "r"(cta) : "memory");
+}
+// The same with the default semantics (release, CTA scope), as CUTLASS's cluster pipelines release a stage.
+__device__ __forceinline__ void mbar_arrive_remote(uint32_t bar, uint32_t cta) {
+  asm volatile(
+      "{\n.reg .b32 ra;\nmapa.shared::cluster.u32 ra, %0, %1;\n"
+      "mbarrier.arrive.shared::cluster.b64 _, [ra];\n}\n" ::"r"(bar), "r"(cta) : "memory");
 }
 __device__ __forceinline__ void mbar_wait_cluster(uint32_t bar, uint32_t parity) {
   asm volatile(
@@ -915,9 +924,13 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
                         (CM != 1 || FAH_LZ_CAUSAL == 1 || (FAH_LZ_CAUSAL == 2 && !PINGPONG));
   // A ring stage or the O-free barrier released (MC: to both CTAs' producers, which both write this ring).
   auto release = [&](uint32_t b) {
-    if (MC) {
+    if (MC && FAH_MC_ARV == 0) {
       mbar_arrive_cta(b, 0u);
       mbar_arrive_cta(b, 1u);
+    } else if (MC) {
+      mbar_arrive(b);
+      if (FAH_MC_ARV == 1) mbar_arrive_remote(b, rank ^ 1u);
+      else mbar_arrive_cta(b, rank ^ 1u);
     } else {
       mbar_arrive(b);
     }
