@@ -139,7 +139,7 @@
 #define FAH_OV 1
 #endif
 #ifndef FAH_MC  // K/V multicast in 2-CTA clusters, by kernel (bits): 1 non-causal D=128, 2 non-causal D=256,
-#define FAH_MC 0   // 4 non-causal D=64 (pairs of query blocks), 8 causal D=128 with grouped heads (pairs of heads)
+#define FAH_MC 6   // 4 non-causal D=64 (pairs of query blocks), 8 causal D=128 with grouped heads (pairs of heads)
 #endif
 #ifndef FAH_MC_ST64  // multicast kernels' ring depth and KV tile width (a release now crosses to the peer CTA)
 #define FAH_MC_ST64 3
@@ -151,7 +151,7 @@
 #define FAH_MC_BN128 FAH_BN128NC
 #endif
 #ifndef FAH_MC_ARV  // a consumer's release of a stage to both CTAs: 0 both through cluster addresses, release at
-#define FAH_MC_ARV 0  // cluster scope; 1 the own barrier plainly, the peer's with the default (CTA) scope; 2 the
+#define FAH_MC_ARV 1  // cluster scope; 1 the own barrier plainly, the peer's with the default (CTA) scope; 2 the
 #endif                // own plainly, the peer's at cluster scope
 #ifndef FAH_MC_ACQ  // 1: the producer's wait for a ring stage released by both CTAs acquires at cluster scope
 #define FAH_MC_ACQ 1
