@@ -17,6 +17,8 @@
 //                      O is staged in shared memory (a buffer of its own for D <= 128, the freed V
 //                      ring for D = 256) and leaves by TMA stores (D >= 128, one thread, waited
 //                      for only before the buffer is reused) or 16-byte stores (D = 64).
+// Non-causal D=64 and D=256 run in 2-CTA clusters that take pairs of query blocks of one head: each CTA
+// loads half of every K/V block into both CTAs' rings (TMA multicast), halving the K/V traffic (FAH_MC).
 // KV tiles are visited from the last to the first, so the tiles that need masking (sequence tail,
 // causal diagonal) come first and the rest run without mask arithmetic. Rows past the sequence end
 // are zero-filled by the copy engine and never stored.
@@ -138,8 +140,11 @@
 #ifndef FAH_OV  // 1: where no shared memory is left for a dedicated O buffer, stage O in the V ring
 #define FAH_OV 1
 #endif
-#ifndef FAH_MC  // K/V multicast in 2-CTA clusters, by kernel (bits): 1 non-causal D=128, 2 non-causal D=256,
-#define FAH_MC 6   // 4 non-causal D=64 (pairs of query blocks), 8 causal D=128 with grouped heads (pairs of heads)
+// K/V multicast in 2-CTA clusters, by kernel (bits): 1 non-causal D=128, 2 non-causal D=256, 4 non-causal D=64
+// (pairs of query blocks), 8 causal D=128 with grouped heads (pairs of heads). On: 2 and 4 (+2.0% on D=256 S=1k
+// and 4k, +0.5-1.3% on D=64); 1 and 8 lose 0.4-3% and 3-12% (perf.md, stage 13).
+#ifndef FAH_MC
+#define FAH_MC 6
 #endif
 #ifndef FAH_MC_ST64  // multicast kernels' ring depth and KV tile width (a release now crosses to the peer CTA)
 #define FAH_MC_ST64 3
@@ -149,12 +154,6 @@
 #endif
 #ifndef FAH_MC_BN128
 #define FAH_MC_BN128 FAH_BN128NC
-#endif
-#ifndef FAH_MC_ARV  // a consumer's release of a stage to both CTAs: 0 both through cluster addresses, release at
-#define FAH_MC_ARV 1  // cluster scope; 1 the own barrier plainly, the peer's with the default (CTA) scope; 2 the
-#endif                // own plainly, the peer's at cluster scope
-#ifndef FAH_MC_ACQ  // 1: the producer's wait for a ring stage released by both CTAs acquires at cluster scope
-#define FAH_MC_ACQ 1
 #endif
 #ifndef FAH_XT128  // 1: cross-tile overlap at D=128 (Q double-buffered; the next tile's first S GEMM runs
 #define FAH_XT128 0   // under this tile's epilogue), in the kernels without ping-pong turns
@@ -178,14 +177,10 @@ __device__ __forceinline__ void mbar_expect_tx(uint32_t bar, uint32_t bytes) {
 __device__ __forceinline__ void mbar_arrive(uint32_t bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
 }
-// Cluster (FAH_MC): arrive on the barrier at this offset in CTA `cta` of the cluster (itself included);
-// the producer's wait on such a barrier acquires at cluster scope.
-__device__ __forceinline__ void mbar_arrive_cta(uint32_t bar, uint32_t cta) {
-  asm volatile(
-      "{\n.reg .b32 ra;\nmapa.shared::cluster.u32 ra, %0, %1;\n"
-      "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra];\n}\n" ::"r"(bar), "r"(cta) : "memory");
-}
-// The same with the default semantics (release, CTA scope), as CUTLASS's cluster pipelines release a stage.
+// Cluster (FAH_MC): arrive on the barrier at this offset in CTA `cta` of the cluster, with the default semantics
+// (release, CTA scope) as CUTLASS's cluster pipelines release a stage: at cluster scope the release compiled to
+// MEMBAR.ALL.GPU and an L1 invalidate inside the loop and halved the speed (stage 13). The producer's wait on
+// such a barrier acquires at cluster scope (outside the consumers' loop).
 __device__ __forceinline__ void mbar_arrive_remote(uint32_t bar, uint32_t cta) {
   asm volatile(
       "{\n.reg .b32 ra;\nmapa.shared::cluster.u32 ra, %0, %1;\n"
@@ -842,7 +837,7 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
           }
         };
         auto wait_free = [&](uint32_t bar, uint32_t parity) {
-          if (MC && FAH_MC_ACQ) mbar_wait_cluster(bar, parity);
+          if (MC) mbar_wait_cluster(bar, parity);
           else mbar_wait(bar, parity);
         };
         // Block it's K and V go to stage (kv_it + it) % STAGES.
@@ -924,16 +919,8 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
                         (CM != 1 || FAH_LZ_CAUSAL == 1 || (FAH_LZ_CAUSAL == 2 && !PINGPONG));
   // A ring stage or the O-free barrier released (MC: to both CTAs' producers, which both write this ring).
   auto release = [&](uint32_t b) {
-    if (MC && FAH_MC_ARV == 0) {
-      mbar_arrive_cta(b, 0u);
-      mbar_arrive_cta(b, 1u);
-    } else if (MC) {
-      mbar_arrive(b);
-      if (FAH_MC_ARV == 1) mbar_arrive_remote(b, rank ^ 1u);
-      else mbar_arrive_cta(b, rank ^ 1u);
-    } else {
-      mbar_arrive(b);
-    }
+    mbar_arrive(b);
+    if (MC) mbar_arrive_remote(b, rank ^ 1u);
   };
   bool store_pending = false;  // thread 0 of the warpgroup: a TMA store of O still reads sO
   // Called once the next tile's first GEMM is under way (or it has none): the previous tile's O

@@ -55,10 +55,16 @@ def _report(evaluation) -> dict[str, tuple[str, float]]:
     return rows
 
 
-def test_the_shipped_kernel_is_not_flagged(fa_task, options: EvalOptions) -> None:
+@pytest.fixture(scope="module")
+def shipped(fa_task, options: EvalOptions):
+    """The shipped kernel's evaluation and its rows: the honest figures the attacks are read against."""
     evaluation = run_evaluation(fa_task, KERNEL, options)
     print(f"\nshipped kernel ({evaluation.isolation.summary}):")
-    rows = _report(evaluation)
+    return evaluation, _report(evaluation)
+
+
+def test_the_shipped_kernel_is_not_flagged(shipped) -> None:
+    evaluation, rows = shipped
     assert evaluation.correct
     assert {status for status, _ in rows.values()} == {TimingStatus.MEASURED.value}
 
@@ -79,11 +85,16 @@ def test_attack_gets_its_verdict(fa_task, options: EvalOptions, tmp_path: Path, 
     assert {status for status, _ in rows.values()} == {verdict.value}
 
 
-def test_content_memoization_gains_nothing(fa_task, options: EvalOptions, tmp_path: Path) -> None:
-    """Fresh inputs every call: the fingerprint never repeats, the kernel does the work, no ratio inflates."""
+def test_content_memoization_gains_nothing(fa_task, options: EvalOptions, tmp_path: Path, shipped) -> None:
+    """Fresh inputs every call: the fingerprint never repeats, the kernel does the work, no ratio inflates: each
+    configuration's ratio stays within 5% of the shipped kernel's in the same session (its run-to-run spread is
+    1-2%; a replayed output would be several times faster). A fixed bound (1.1x FA3) failed once the honest
+    kernel itself passed it (D=64 S=4k non-causal, 1.115x, stage 13)."""
     evaluation = run_evaluation(fa_task, write_gpu_candidate(tmp_path, "memo_content"), options)
     print("\nmemo_content:")
     rows = _report(evaluation)
     assert evaluation.correct
-    for status, ratio in rows.values():
-        assert status == TimingStatus.MEASURED.value and ratio < 1.1  # the shipped kernel: 0.98-1.03x FA3 here
+    honest = shipped[1]
+    for config, (status, ratio) in rows.items():
+        assert status == TimingStatus.MEASURED.value, (config, status)
+        assert ratio < 1.05 * honest[config][1], (config, ratio, honest[config])
