@@ -112,21 +112,37 @@ PYTHON_IN_RUNNER = (_RESOLVING.replace("@ENSURE@", _xored("PyGILState_Ensure"))
 
 
 
+def call_rewrite(after: str, binds: dict[str, str] | None = None, route: str = PYTHON_IN_RUNNER) -> str:
+    """C++ whose load-time constructor rewrites the runner's ``_call`` so that ``after`` (Python lines indented by
+    four, which may read and change ``reply``) runs once the real call has returned, its context drained, before
+    the reply is sent. ``binds`` maps a Python name to an ``extern "C" void f()`` the candidate defines, bound
+    through ctypes. ``route``: how the constructor reaches the interpreter."""
+    binds = binds or {}
+    python = ("import ctypes\nimport quaere.runner.serve as s\n"
+              + "".join(f"{name} = ctypes.CFUNCTYPE(None)(%llu)\n" for name in binds)
+              + "_real = s._call\ndef _call(*args):\n    reply = _real(*args)\n" + after.replace("%", "%%")
+              + "    return reply\ns._call = _call\n")
+    literal = "".join('        "' + line.replace("\\", "\\\\").replace('"', '\\"') + '\\n"\n'
+                      for line in python.splitlines())
+    addresses = "".join(f",\n        static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(&{fn}))"
+                        for fn in binds.values())
+    return route + f"""
+#include <cstdio>
+#include <cstdint>
+__attribute__((constructor)) static void rewrite_call() {{
+    char code[1024];
+    std::snprintf(code, sizeof code,
+{literal}        ""{addresses});
+    run_python(code);
+}}
+"""
+
+
 def forged_claims(factor: float, route: str = PYTHON_IN_RUNNER) -> str:
     """C++ whose constructor rewrites the runner's Python so that every timed call claims ``factor`` of its time
     (``route``: how it reaches the interpreter)."""
-    return route + f"""
-__attribute__((constructor)) static void forge() {{
-    run_python(
-        "import quaere.runner.serve as s\\n"
-        "_real = s._call\\n"
-        "def _call(*args):\\n"
-        "    reply = _real(*args)\\n"
-        "    if 'device_ms' in reply: reply['device_ms'] = reply['device_ms'] * {factor}\\n"
-        "    return reply\\n"
-        "s._call = _call\\n");
-}}
-"""
+    return call_rewrite(f"    if 'device_ms' in reply: reply['device_ms'] = reply['device_ms'] * {factor}\n",
+                        route=route)
 
 
 

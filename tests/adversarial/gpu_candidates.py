@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .candidates import PYTHON_IN_RUNNER, forged_claims, wait_rewrite
+from .candidates import PYTHON_IN_RUNNER, call_rewrite, forged_claims, wait_rewrite
 
 KERNEL = Path(__file__).resolve().parents[2] / "kernels" / "flash_attention_hopper.cu"
 ENTRY = 'extern "C" int attention_forward('
@@ -111,7 +111,7 @@ extern "C" int ahead() {
 # time-slice, so a single block of it can hold back the whole device for a comparison (FA3) or the initial
 # kernel, while in its own context it takes one SM of 132 from the candidate's next call.
 LEFT_WORK_NS = 2_000_000
-LEFT_WORK = PYTHON_IN_RUNNER + r"""
+LEFT_WORK = r"""
 #include <cstdio>
 #include <cstdint>
 __global__ void left_spin(unsigned long long ns) {
@@ -124,22 +124,8 @@ extern "C" void leave_work() {
     if (!side) cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking);
     left_spin<<<1, 32, 0, side>>>(@NS@ull);
 }
-__attribute__((constructor)) static void rewrite_call() {
-    char code[512];
-    std::snprintf(code, sizeof code,
-        "import ctypes\n"
-        "import quaere.runner.serve as s\n"
-        "_leave = ctypes.CFUNCTYPE(None)(%llu)\n"
-        "_real = s._call\n"
-        "def _call(*args):\n"
-        "    reply = _real(*args)\n"
-        "    _leave()\n"
-        "    return reply\n"
-        "s._call = _call\n",
-        static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(&leave_work)));
-    run_python(code);
-}
-""".replace("@NS@", str(LEFT_WORK_NS)) + f"{SIGNATURE} {{ return {CALL}; }}\n"
+""".replace("@NS@", str(LEFT_WORK_NS)) + call_rewrite("    _leave()\n", {"_leave": "leave_work"}) + \
+    f"{SIGNATURE} {{ return {CALL}; }}\n"
 
 ATTACKS = {
     # The second half of the batch runs on a private stream after the first: outside the caller's stream.
