@@ -155,6 +155,15 @@
 #ifndef FAH_MC_BN128
 #define FAH_MC_BN128 FAH_BN128NC
 #endif
+#ifndef FAH_MC_ST128C  // the same for the causal GQA head pairs (bit 8), and their kernel: CM 3 with the
+#define FAH_MC_ST128C FAH_ST128  // row-max skip, CM 1 without
+#endif
+#ifndef FAH_MC_BN128C
+#define FAH_MC_BN128C FAH_BN128
+#endif
+#ifndef FAH_MC_CM8
+#define FAH_MC_CM8 3
+#endif
 #ifndef FAH_XT128  // 1: cross-tile overlap at D=128 (Q double-buffered; the next tile's first S GEMM runs
 #define FAH_XT128 0   // under this tile's epilogue), in the kernels without ping-pong turns
 #endif
@@ -900,7 +909,7 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
     }
     // MC: the producer exits like the others (an exited thread counts as arrived at a cluster barrier); the
     // consumers' cluster barrier at the end keeps this CTA's shared memory alive until the peer's last
-    // arrive. (Lanes 1-31 waiting there while lane 0 produced halved the speed: 0.52-0.65x, stage 13.)
+    // arrive. (Waiting there instead measured the same, stage 13 call 2.)
     return;
   }
 
@@ -1347,23 +1356,30 @@ static int heads_per_group(int num_bh, double kv_bytes_per_qhead, int causal, in
   return num_bh;
 }
 
-// MC kernels: how many 2-CTA clusters fit on the device at once (a GPC with an odd count of free SMs leaves
-// one out); 0 if the query fails.
+// A launch of `grid` CTAs of `threads` in clusters of 2 (attr must outlive the configuration).
+static cudaLaunchConfig_t pair_config(int grid, int threads, int smem_bytes, cudaStream_t stream,
+                                      cudaLaunchAttribute& attr) {
+  attr.id = cudaLaunchAttributeClusterDimension;
+  attr.val.clusterDim.x = 2;
+  attr.val.clusterDim.y = 1;
+  attr.val.clusterDim.z = 1;
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(grid, 1, 1);
+  cfg.blockDim = dim3(threads, 1, 1);
+  cfg.dynamicSmemBytes = smem_bytes;
+  cfg.stream = stream;
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
+  return cfg;
+}
+
+// MC kernels: how many 2-CTA clusters fit on the device at once; 0 if the query fails.
 template <int D, int BN, int STAGES, int NWG, bool PINGPONG, int CM, int MC>
 static int max_clusters(int smem_bytes) {
   static int n = -1;
   if (n < 0) {
-    cudaLaunchConfig_t cfg = {};
     cudaLaunchAttribute attr;
-    attr.id = cudaLaunchAttributeClusterDimension;
-    attr.val.clusterDim.x = 2;
-    attr.val.clusterDim.y = 1;
-    attr.val.clusterDim.z = 1;
-    cfg.gridDim = dim3(2 * num_sms(), 1, 1);
-    cfg.blockDim = dim3(128 * (NWG + 1), 1, 1);
-    cfg.dynamicSmemBytes = smem_bytes;
-    cfg.attrs = &attr;
-    cfg.numAttrs = 1;
+    const cudaLaunchConfig_t cfg = pair_config(2 * num_sms(), 128 * (NWG + 1), smem_bytes, nullptr, attr);
     int c = 0;
     n = cudaOccupancyMaxActiveClusters(&c, fa_fwd_kernel<D, BN, STAGES, NWG, PINGPONG, CM, MC>, &cfg) == cudaSuccess
             ? c : 0;
@@ -1429,18 +1445,8 @@ static int launch(const void* q, const void* k, const void* v, void* o, float* l
   }
 #endif
   if (MC) {
-    cudaLaunchConfig_t cfg = {};
     cudaLaunchAttribute attr;
-    attr.id = cudaLaunchAttributeClusterDimension;
-    attr.val.clusterDim.x = 2;
-    attr.val.clusterDim.y = 1;
-    attr.val.clusterDim.z = 1;
-    cfg.gridDim = dim3(grid, 1, 1);
-    cfg.blockDim = dim3(128 * (NWG + 1), 1, 1);
-    cfg.dynamicSmemBytes = L::SMEM;
-    cfg.stream = stream;
-    cfg.attrs = &attr;
-    cfg.numAttrs = 1;
+    const cudaLaunchConfig_t cfg = pair_config(grid, 128 * (NWG + 1), L::SMEM, stream, attr);
     return cudaLaunchKernelEx(&cfg, fa_fwd_kernel<D, BN, STAGES, NWG, PINGPONG, CM, MC>, mq, mk, mv, mo, p) ==
                    cudaSuccess
                ? 0
@@ -1492,7 +1498,7 @@ extern "C" int attention_forward(const void* q, const void* k, const void* v, vo
 #if FAH_LZ_GQA
 #if FAH_MC & 8
       if (heads_q != heads_kv && (heads_q / heads_kv) % 2 == 0)
-        return fah::launch<128, FAH_BN128, FAH_ST128, 2, FAH_PP128C, 3, 2>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
+        return fah::launch<128, FAH_MC_BN128C, FAH_MC_ST128C, 2, FAH_PP128C, FAH_MC_CM8, 2>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
 #endif
       if (heads_q != heads_kv)
         return fah::launch<128, FAH_BN128, FAH_ST128, 2, FAH_PP128C, 3>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
