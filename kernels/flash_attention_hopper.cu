@@ -164,6 +164,12 @@
 #ifndef FAH_MC_CM8
 #define FAH_MC_CM8 3
 #endif
+#ifndef FAH_DEFER  // causal: the shortest query-block levels of every head, about this many tenths of an SM-wave
+#define FAH_DEFER 20  // of tiles, run after all the head groups, longest first across heads (0: off; see defer_levels)
+#endif
+#ifndef FAH_DEFER_M  // ... in MHA launches of at least this many query blocks (short ones lost 1-3%, stage 14)
+#define FAH_DEFER_M 32
+#endif
 #ifndef FAH_XT128  // 1: cross-tile overlap at D=128 (Q double-buffered; the next tile's first S GEMM runs
 #define FAH_XT128 0   // under this tile's epilogue), in the kernels without ping-pong turns
 #endif
@@ -430,6 +436,9 @@ struct Params {
   int full_tiles, split_k;
   float4* part;
   unsigned int* split_cnt;
+#if FAH_DEFER
+  int defer;  // query-block levels run last (tile_coords)
+#endif
 };
 
 // A CTA has one producer warpgroup and NWG consumer warpgroups of 64 query rows each.
@@ -553,18 +562,31 @@ __device__ __forceinline__ bool softmax_fast(float* s, float m0, float m1, float
 // consumers both call this, so they agree on n_max, which is 0 for a causal tile whose rows all
 // lie above the bottom-right diagonal (Sq > Sk): such a tile loads nothing and only writes
 // o = 0, lse = -inf. __host__ so that tests/host programs can check the arithmetic on the CPU.
+// defer > 0: query blocks 0..defer-1 of every head leave the groups and run after them, level by level from
+// the longest, heads fastest, so that a launch ends on its shortest tiles whatever the groups (a literal 0
+// compiles to the groups alone).
 __host__ __device__ __forceinline__ void tile_coords(int t, int num_m_blocks, int heads_per_group, int num_bh,
                                                      int heads_q, int bm, int bn, int n_total, int causal, int off,
-                                                     int& b, int& h, int& m0, int& n_max) {
-  const int tiles_per_group = heads_per_group * num_m_blocks;
-  const int g = t / tiles_per_group;
-  const int r = t - g * tiles_per_group;
-  const int bh0 = g * heads_per_group;
-  const int cur = min(heads_per_group, num_bh - bh0);
-  const int bh = bh0 + r % cur;
-  b = bh / heads_q;
-  h = bh % heads_q;
-  m0 = (num_m_blocks - 1 - r / cur) * bm;
+                                                     int defer, int& b, int& h, int& m0, int& n_max) {
+  const int grouped_m = num_m_blocks - defer;  // query-block levels inside the groups
+  const int grouped = num_bh * grouped_m;
+  if (defer > 0 && t >= grouped) {
+    const int r = t - grouped;
+    const int bh = r % num_bh;
+    b = bh / heads_q;
+    h = bh % heads_q;
+    m0 = (defer - 1 - r / num_bh) * bm;
+  } else {
+    const int tiles_per_group = heads_per_group * grouped_m;
+    const int g = t / tiles_per_group;
+    const int r = t - g * tiles_per_group;
+    const int bh0 = g * heads_per_group;
+    const int cur = min(heads_per_group, num_bh - bh0);
+    const int bh = bh0 + r % cur;
+    b = bh / heads_q;
+    h = bh % heads_q;
+    m0 = (num_m_blocks - 1 - r / cur) * bm;
+  }
   n_max = n_total;
   if (causal) {
     const int lim = m0 + bm + off;  // keys visible to the tile's last row: j < lim
@@ -577,9 +599,9 @@ __host__ __device__ __forceinline__ void tile_coords(int t, int num_m_blocks, in
 // heads_s count pairs); MC = 0: tile u (rank 0). Both ranks get the same batch, K/V head and KV range.
 __host__ __device__ __forceinline__ void unit_coords(int u, int mc, int rank, int num_m_blocks, int heads_per_group,
                                                      int num_bh, int heads_s, int bm, int bn, int n_total, int causal,
-                                                     int off, int& b, int& h, int& m0, int& n_max) {
-  tile_coords(u, num_m_blocks, heads_per_group, num_bh, heads_s, mc == 1 ? 2 * bm : bm, bn, n_total, causal, off, b,
-              h, m0, n_max);
+                                                     int off, int defer, int& b, int& h, int& m0, int& n_max) {
+  tile_coords(u, num_m_blocks, heads_per_group, num_bh, heads_s, mc == 1 ? 2 * bm : bm, bn, n_total, causal, off,
+              defer, b, h, m0, n_max);
   if (mc == 1) m0 += rank * bm;
   if (mc == 2) h = 2 * h + rank;
 }
@@ -742,9 +764,18 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
   // Persistent schedule over tiles t: heads are taken in groups whose K/V fit in L2
   // (p.heads_per_group batch*head entries), and inside a group the query blocks go from the last
   // (heaviest when causal) to the first, heads fastest, so CTAs running together share K/V in L2.
+#if FAH_DEFER
+  // Only the kernels that long MHA causal launches run (attention_forward); the others keep their code, and
+  // ignoring p.defer only changes the order, never what is computed.
+  constexpr bool kDefer = (CM == 1 || CM == 2) && !MC && !(D == 128 && PINGPONG) && !(D == 256 && BN == 64) &&
+                          !(D == 64 && NWG == 2);
+  const int defer = kDefer ? p.defer : 0;
+#else
+  constexpr int defer = 0;
+#endif
   auto tile_info = [&](int t, int& b, int& h, int& m0, int& n_max) {
     unit_coords(t, MC, (int)rank, p.num_m_blocks, p.heads_per_group, num_bh, heads_s, kBM, BN, n_total, causal, off,
-                b, h, m0, n_max);
+                defer, b, h, m0, n_max);
   };
 
   const int tid = threadIdx.x;
@@ -1356,6 +1387,13 @@ static int heads_per_group(int num_bh, double kv_bytes_per_qhead, int causal, in
   return num_bh;
 }
 
+// Causal (FAH_DEFER): how many of the shortest query-block levels run after the head groups: enough for about
+// `tenths` tenths of an SM-wave of tiles, at most half the levels (the rest keeps the groups' L2 reuse).
+__host__ __device__ inline int defer_levels(int num_bh, int num_m_blocks, int sms, int tenths) {
+  const int want = (tenths * sms + 10 * num_bh - 1) / (10 * num_bh);
+  return min(want, num_m_blocks / 2);
+}
+
 // A launch of `grid` CTAs of `threads` in clusters of 2 (attr must outlive the configuration).
 static cudaLaunchConfig_t pair_config(int grid, int threads, int smem_bytes, cudaStream_t stream,
                                       cudaLaunchAttribute& attr) {
@@ -1424,6 +1462,10 @@ static int launch(const void* q, const void* k, const void* v, void* o, float* l
   p.heads_per_group = causal && sk <= FAH_ONEGROUP_SK_C
                           ? units_bh
                           : heads_per_group(units_bh, unit_kv_bytes, causal, p.num_m_blocks, sms);
+#if FAH_DEFER
+  p.defer = causal && !MC && hq == hkv && p.num_m_blocks >= FAH_DEFER_M
+                ? defer_levels(units_bh, p.num_m_blocks, sms, FAH_DEFER) : 0;
+#endif
   p.scale = scale;
   p.scale_log2 = scale * 1.4426950408889634f;
   const int64_t tiles = (int64_t)units_bh * p.num_m_blocks;  // MC: tile pairs

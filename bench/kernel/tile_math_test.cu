@@ -16,6 +16,8 @@
 //   8. multicast pairs (FAH_MC, unit_coords): MC = 1 on non-causal shapes, MC = 2 where the K/V group is even;
 //      the two CTAs of a unit get one batch, one K/V head and one KV range, and the units cover every tile
 //      once (MC = 1: an odd last query block's partner lies past the sequence end).
+//   9. FAH_DEFER: with the shortest query-block levels deferred, checks 1-3 still hold, and the deferred tiles
+//      come after every grouped one, their levels non-increasing.
 #include "../../kernels/flash_attention_hopper.cu"
 
 #include <cstdio>
@@ -106,11 +108,22 @@ void check_shape(const Shape& s, int d, std::mt19937& rng) {
   const long long want_tail = std::min<long long>((long long)num_bh * num_m_blocks, (FAH_TAIL * 132 + 9) / 10);
   EXPECT(!s.causal || (long long)last_heads * num_m_blocks >= want_tail, "%s last group %d heads x %d blocks < %lld",
          tag, last_heads, num_m_blocks, want_tail);
-  std::vector<int> seen((size_t)num_tiles, 0);
   int keyless_tiles = 0;
+  // defer: 0 (the groups alone), 1, half the levels (defer_levels' cap) and two SM-waves' worth at 132 SMs.
+  for (int defer : {0, 1, num_m_blocks / 2, fah::defer_levels(num_bh, num_m_blocks, 132, 20)}) {
+  std::vector<int> seen((size_t)num_tiles, 0);
+  int last_deferred_m0 = defer * tl.bm;
   for (int t = 0; t < num_tiles; ++t) {
     int b, h, m0, n_max;
-    fah::tile_coords(t, num_m_blocks, hpg, num_bh, s.hq, tl.bm, tl.bn, n_total, s.causal, off, b, h, m0, n_max);
+    fah::tile_coords(t, num_m_blocks, hpg, num_bh, s.hq, tl.bm, tl.bn, n_total, s.causal, off, defer, b, h, m0,
+                     n_max);
+    if (t >= num_bh * (num_m_blocks - defer)) {  // 9. the deferred levels run last, from the longest
+      EXPECT(m0 < defer * tl.bm && m0 <= last_deferred_m0, "%s defer %d: tile %d m0=%d after m0=%d", tag, defer, t,
+             m0, last_deferred_m0);
+      last_deferred_m0 = m0;
+    } else {
+      EXPECT(m0 >= defer * tl.bm, "%s defer %d: grouped tile %d has a deferred level (m0=%d)", tag, defer, t, m0);
+    }
     const bool in_range = b >= 0 && b < s.batch && h >= 0 && h < s.hq && m0 >= 0 && m0 < s.sq && m0 % tl.bm == 0;
     EXPECT(in_range, "%s tile %d -> b=%d h=%d m0=%d", tag, t, b, h, m0);
     if (!in_range) continue;
@@ -138,7 +151,9 @@ void check_shape(const Shape& s, int d, std::mt19937& rng) {
       EXPECT(visible(s, i) <= n_max * tl.bn, "%s row %d sees keys beyond the visited blocks", tag, i);
     }
   }
-  for (size_t i = 0; i < seen.size(); ++i) EXPECT(seen[i] == 1, "%s (b,h,block) %zu covered %d times", tag, i, seen[i]);
+  for (size_t i = 0; i < seen.size(); ++i)
+    EXPECT(seen[i] == 1, "%s defer %d: (b,h,block) %zu covered %d times", tag, defer, i, seen[i]);
+  }
   // Epilogue rows: cw * 64 + warp * 16 + lane / 4 and that + 8.
   std::vector<int> rows(tl.bm, 0);
   for (int cw = 0; cw < tl.nwg; ++cw)
@@ -168,7 +183,7 @@ void check_pairs(const Shape& s, int d, int mc) {
     for (int u = 0; u < unit_m * num_bh; ++u) {
       int b[2], h[2], m0[2], n_max[2];
       for (int r = 0; r < 2; ++r)
-        fah::unit_coords(u, mc, r, unit_m, hpg, num_bh, heads_s, tl.bm, tl.bn, n_total, s.causal, off, b[r], h[r],
+        fah::unit_coords(u, mc, r, unit_m, hpg, num_bh, heads_s, tl.bm, tl.bn, n_total, s.causal, off, 0, b[r], h[r],
                          m0[r], n_max[r]);
       EXPECT(b[0] == b[1] && h[0] / group == h[1] / group && n_max[0] == n_max[1], "%s unit %d: ranks differ", tag, u);
       for (int r = 0; r < 2; ++r) {
