@@ -111,48 +111,48 @@ void check_shape(const Shape& s, int d, std::mt19937& rng) {
   int keyless_tiles = 0;
   // defer: 0 (the groups alone), 1, half the levels (defer_levels' cap) and two SM-waves' worth at 132 SMs.
   for (int defer : {0, 1, num_m_blocks / 2, fah::defer_levels(num_bh, num_m_blocks, 132, 20)}) {
-  std::vector<int> seen((size_t)num_tiles, 0);
-  int last_deferred_m0 = defer * tl.bm;
-  for (int t = 0; t < num_tiles; ++t) {
-    int b, h, m0, n_max;
-    fah::tile_coords(t, num_m_blocks, hpg, num_bh, s.hq, tl.bm, tl.bn, n_total, s.causal, off, defer, b, h, m0,
-                     n_max);
-    if (t >= num_bh * (num_m_blocks - defer)) {  // 9. the deferred levels run last, from the longest
-      EXPECT(m0 < defer * tl.bm && m0 <= last_deferred_m0, "%s defer %d: tile %d m0=%d after m0=%d", tag, defer, t,
-             m0, last_deferred_m0);
-      last_deferred_m0 = m0;
-    } else {
-      EXPECT(m0 >= defer * tl.bm, "%s defer %d: grouped tile %d has a deferred level (m0=%d)", tag, defer, t, m0);
+    std::vector<int> seen((size_t)num_tiles, 0);
+    int last_deferred_m0 = defer * tl.bm;
+    for (int t = 0; t < num_tiles; ++t) {
+      int b, h, m0, n_max;
+      fah::tile_coords(t, num_m_blocks, hpg, num_bh, s.hq, tl.bm, tl.bn, n_total, s.causal, off, defer, b, h, m0,
+                       n_max);
+      if (t >= num_bh * (num_m_blocks - defer)) {  // 9. the deferred levels run last, from the longest
+        EXPECT(m0 < defer * tl.bm && m0 <= last_deferred_m0, "%s defer %d: tile %d m0=%d after m0=%d", tag, defer, t,
+               m0, last_deferred_m0);
+        last_deferred_m0 = m0;
+      } else {
+        EXPECT(m0 >= defer * tl.bm, "%s defer %d: grouped tile %d has a deferred level (m0=%d)", tag, defer, t, m0);
+      }
+      const bool in_range = b >= 0 && b < s.batch && h >= 0 && h < s.hq && m0 >= 0 && m0 < s.sq && m0 % tl.bm == 0;
+      EXPECT(in_range, "%s tile %d -> b=%d h=%d m0=%d", tag, t, b, h, m0);
+      if (!in_range) continue;
+      ++seen[((size_t)b * s.hq + h) * num_m_blocks + m0 / tl.bm];
+      const int rows_end = m0 + tl.bm < s.sq ? m0 + tl.bm : s.sq;
+      int want = 0;
+      for (int i = m0; i < rows_end; ++i) {
+        const int nb = (visible(s, i) + tl.bn - 1) / tl.bn;
+        want = nb > want ? nb : want;
+      }
+      EXPECT(n_max == want, "%s tile %d (m0=%d) n_max %d, want %d", tag, t, m0, n_max, want);
+      keyless_tiles += n_max == 0;
+      // The kernel's per-row limit and its mask-free fast path (kernel: softmax lambda).
+      for (int n = 0; n < n_max; ++n) {
+        const bool need_mask = (n * tl.bn + tl.bn > s.sk) || (s.causal && n * tl.bn + tl.bn - 1 > m0 + off);
+        const int n_mask = fah::first_masked_block(s.sk, m0 + off + 1, s.causal, tl.bn);
+        EXPECT((n >= n_mask) == need_mask, "%s tile m0=%d block %d: n_mask %d disagrees with the two bounds", tag, m0,
+               n, n_mask);
+        for (int i = m0; i < rows_end && !need_mask; ++i)
+          EXPECT(visible(s, i) >= n * tl.bn + tl.bn, "%s row %d block %d unmasked but not all visible", tag, i, n);
+      }
+      for (int i = m0; i < rows_end; ++i) {
+        const int lim = s.causal ? (s.sk < i + off + 1 ? s.sk : i + off + 1) : s.sk;
+        EXPECT((lim < 0 ? 0 : lim) == visible(s, i), "%s row %d lim %d", tag, i, lim);
+        EXPECT(visible(s, i) <= n_max * tl.bn, "%s row %d sees keys beyond the visited blocks", tag, i);
+      }
     }
-    const bool in_range = b >= 0 && b < s.batch && h >= 0 && h < s.hq && m0 >= 0 && m0 < s.sq && m0 % tl.bm == 0;
-    EXPECT(in_range, "%s tile %d -> b=%d h=%d m0=%d", tag, t, b, h, m0);
-    if (!in_range) continue;
-    ++seen[((size_t)b * s.hq + h) * num_m_blocks + m0 / tl.bm];
-    const int rows_end = m0 + tl.bm < s.sq ? m0 + tl.bm : s.sq;
-    int want = 0;
-    for (int i = m0; i < rows_end; ++i) {
-      const int nb = (visible(s, i) + tl.bn - 1) / tl.bn;
-      want = nb > want ? nb : want;
-    }
-    EXPECT(n_max == want, "%s tile %d (m0=%d) n_max %d, want %d", tag, t, m0, n_max, want);
-    keyless_tiles += n_max == 0;
-    // The kernel's per-row limit and its mask-free fast path (kernel: softmax lambda).
-    for (int n = 0; n < n_max; ++n) {
-      const bool need_mask = (n * tl.bn + tl.bn > s.sk) || (s.causal && n * tl.bn + tl.bn - 1 > m0 + off);
-      const int n_mask = fah::first_masked_block(s.sk, m0 + off + 1, s.causal, tl.bn);
-      EXPECT((n >= n_mask) == need_mask, "%s tile m0=%d block %d: n_mask %d disagrees with the two bounds", tag, m0, n,
-             n_mask);
-      for (int i = m0; i < rows_end && !need_mask; ++i)
-        EXPECT(visible(s, i) >= n * tl.bn + tl.bn, "%s row %d block %d unmasked but not all visible", tag, i, n);
-    }
-    for (int i = m0; i < rows_end; ++i) {
-      const int lim = s.causal ? (s.sk < i + off + 1 ? s.sk : i + off + 1) : s.sk;
-      EXPECT((lim < 0 ? 0 : lim) == visible(s, i), "%s row %d lim %d", tag, i, lim);
-      EXPECT(visible(s, i) <= n_max * tl.bn, "%s row %d sees keys beyond the visited blocks", tag, i);
-    }
-  }
-  for (size_t i = 0; i < seen.size(); ++i)
-    EXPECT(seen[i] == 1, "%s defer %d: (b,h,block) %zu covered %d times", tag, defer, i, seen[i]);
+    for (size_t i = 0; i < seen.size(); ++i)
+      EXPECT(seen[i] == 1, "%s defer %d: (b,h,block) %zu covered %d times", tag, defer, i, seen[i]);
   }
   // Epilogue rows: cw * 64 + warp * 16 + lane / 4 and that + 8.
   std::vector<int> rows(tl.bm, 0);
