@@ -142,7 +142,7 @@
 #endif
 // K/V multicast in 2-CTA clusters, by kernel (bits): 1 non-causal D=128, 2 non-causal D=256, 4 non-causal D=64
 // (pairs of query blocks), 8 causal D=128 with grouped heads (pairs of heads). On: 2 and 4 (+2.0% on D=256 S=1k
-// and 4k, +0.5-1.3% on D=64); 1 and 8 lose 0.4-3% and 3-12% (perf.md, stage 13).
+// and 4k, +0.5-1.3% on D=64); 1 and 8 lose 0.4-3% and 3-12%, more with deeper rings (perf.md, stages 13-14).
 #ifndef FAH_MC
 #define FAH_MC 6
 #endif
@@ -155,20 +155,14 @@
 #ifndef FAH_MC_BN128
 #define FAH_MC_BN128 FAH_BN128NC
 #endif
-#ifndef FAH_MC_ST128C  // the same for the causal GQA head pairs (bit 8), and their kernel: CM 3 with the
-#define FAH_MC_ST128C FAH_ST128  // row-max skip, CM 1 without
-#endif
-#ifndef FAH_MC_BN128C
-#define FAH_MC_BN128C FAH_BN128
-#endif
-#ifndef FAH_MC_CM8
-#define FAH_MC_CM8 3
-#endif
 #ifndef FAH_DEFER  // causal: the shortest query-block levels of every head, about this many tenths of an SM-wave
 #define FAH_DEFER 20  // of tiles, run after all the head groups, longest first across heads (0: off; see defer_levels)
 #endif
-#ifndef FAH_DEFER_M  // ... in MHA launches of at least this many query blocks (short ones lost 1-3%, stage 14)
+#ifndef FAH_DEFER_M  // ... in MHA launches of at least this many query blocks (short ones lost up to 8%, stage 14)
 #define FAH_DEFER_M 32
+#endif
+#ifndef FAH_DEFER_PF  // deferring launches: while the last grouped wave runs, warm L2 with the deferred tiles' K/V
+#define FAH_DEFER_PF 0  // (1), and their Q (2); 0: off
 #endif
 #ifndef FAH_XT128  // 1: cross-tile overlap at D=128 (Q double-buffered; the next tile's first S GEMM runs
 #define FAH_XT128 0   // under this tile's epilogue), in the kernels without ping-pong turns
@@ -925,6 +919,25 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
               }
             }
           }
+#if FAH_DEFER && FAH_DEFER_PF
+          // The deferred tiles re-read K/V that left L2 with their head group, all in the launch's last waves:
+          // the grouped tile num_bh before the deferred ones warms head j's deferred K/V blocks (those of its
+          // longest deferred tile cover every level's), so the reads are spread over the wave before.
+          const int j = tile - num_bh * (p.num_m_blocks - defer - 1);
+          if (kDefer && defer > 0 && j >= 0 && j < num_bh) {
+            int db, dh, dm0, dn;
+            tile_info(num_bh * (p.num_m_blocks - defer) + j, db, dh, dm0, dn);
+            for (int it = 0; it < dn; ++it)
+#pragma unroll
+              for (int c = 0; c < DC; ++c) {
+                tma_prefetch_4d(&tmK, c * 64, dh / p.group, it * BN, db);
+                tma_prefetch_4d(&tmV, c * 64, dh / p.group, it * BN, db);
+              }
+            for (int l = 0; l < defer && FAH_DEFER_PF > 1; ++l)
+#pragma unroll
+              for (int c = 0; c < DC; ++c) tma_prefetch_4d(&tmQ, c * 64, dh, l * kBM, db);
+          }
+#endif
         }
       }
 #if FAH_PROBE
@@ -1393,6 +1406,13 @@ __host__ __device__ inline int defer_levels(int num_bh, int num_m_blocks, int sm
   const int want = (tenths * sms + 10 * num_bh - 1) / (10 * num_bh);
   return min(want, num_m_blocks / 2);
 }
+// The levels a launch defers: FAH_DEFER's share in MHA causal launches of FAH_DEFER_M query blocks or more (MC
+// kernels walk a static pair schedule and never defer). sched_sim models the same rule through this function.
+__host__ __device__ inline int launch_defer(int causal, int mc, int hq, int hkv, int num_bh, int num_m_blocks,
+                                            int sms) {
+  return causal && !mc && hq == hkv && num_m_blocks >= FAH_DEFER_M
+             ? defer_levels(num_bh, num_m_blocks, sms, FAH_DEFER) : 0;
+}
 
 // A launch of `grid` CTAs of `threads` in clusters of 2 (attr must outlive the configuration).
 static cudaLaunchConfig_t pair_config(int grid, int threads, int smem_bytes, cudaStream_t stream,
@@ -1463,8 +1483,7 @@ static int launch(const void* q, const void* k, const void* v, void* o, float* l
                           ? units_bh
                           : heads_per_group(units_bh, unit_kv_bytes, causal, p.num_m_blocks, sms);
 #if FAH_DEFER
-  p.defer = causal && !MC && hq == hkv && p.num_m_blocks >= FAH_DEFER_M
-                ? defer_levels(units_bh, p.num_m_blocks, sms, FAH_DEFER) : 0;
+  p.defer = launch_defer(causal, MC, hq, hkv, units_bh, p.num_m_blocks, sms);
 #endif
   p.scale = scale;
   p.scale_log2 = scale * 1.4426950408889634f;
@@ -1540,7 +1559,7 @@ extern "C" int attention_forward(const void* q, const void* k, const void* v, vo
 #if FAH_LZ_GQA
 #if FAH_MC & 8
       if (heads_q != heads_kv && (heads_q / heads_kv) % 2 == 0)
-        return fah::launch<128, FAH_MC_BN128C, FAH_MC_ST128C, 2, FAH_PP128C, FAH_MC_CM8, 2>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
+        return fah::launch<128, FAH_BN128, FAH_ST128, 2, FAH_PP128C, 3, 2>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
 #endif
       if (heads_q != heads_kv)
         return fah::launch<128, FAH_BN128, FAH_ST128, 2, FAH_PP128C, 3>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);

@@ -37,16 +37,16 @@ struct Shape {
 
 // The tiles' durations in schedule order, for head dim 128 or 256 with the KV tile width attention_forward
 // dispatches for causal (a copy of its rule: keep the two in step).
-// defer_tenths < 0: the kernel's own rule (a copy of attention_forward's launch: keep the two in step).
+// defer_tenths < 0: the kernel's own rule (launch_defer, as its launch calls it).
 std::vector<double> durations(const Shape& s, int heads_per_group_override, double overhead, int defer_tenths) {
   const int bm = 128, bn = s.d == 256 ? (s.s <= FAH_SK256_BN64 ? 64 : FAH_BN256) : FAH_BN128;
   const int num_m = (s.s + bm - 1) / bm, num_bh = s.b * s.hq, n_total = (s.s + bn - 1) / bn;
   const int hpg = heads_per_group_override > 0
                       ? heads_per_group_override
                       : fah::heads_per_group(num_bh, 4.0 * s.s * s.d / (s.hq / s.hkv), 1, num_m, kSms);
-  const bool kernel_defers = FAH_DEFER > 0 && s.hq == s.hkv && num_m >= FAH_DEFER_M;
-  const int tenths = defer_tenths < 0 ? (kernel_defers ? FAH_DEFER : 0) : defer_tenths;
-  const int defer = tenths > 0 ? fah::defer_levels(num_bh, num_m, kSms, tenths) : 0;
+  const int defer = defer_tenths < 0   ? fah::launch_defer(1, 0, s.hq, s.hkv, num_bh, num_m, kSms)
+                    : defer_tenths > 0 ? fah::defer_levels(num_bh, num_m, kSms, defer_tenths)
+                                       : 0;
   std::vector<double> out;
   for (int t = 0; t < num_m * num_bh; ++t) {
     int b, h, m0, n_max;
