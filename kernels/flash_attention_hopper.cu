@@ -164,6 +164,18 @@
 #ifndef FAH_DEFER_PF  // deferring launches: while the last grouped wave runs, warm L2 with the deferred tiles' K/V
 #define FAH_DEFER_PF 0  // (1), and their Q (2); 0: off
 #endif
+#ifndef FAH_HPV  // 1: a warpgroup whose rows see only the first half of the tile's diagonal KV block issues that
+#define FAH_HPV 0  // block's P V with half the k-steps (the other half's P are all masked to zero), causal D=128
+#endif
+#ifndef FAH_HD  // 1: ... and issues that block's S GEMM with N = BN/2 (columns BN/2.. keep stale values, masked)
+#define FAH_HD 0
+#endif
+#ifndef FAH_HPV64  // FAH_HPV at D=64
+#define FAH_HPV64 1  // (3-warpgroup kernel only: the 2-warpgroup one lost 1.2%, stage 16)
+#endif
+#ifndef FAH_HS  // 1: with FAH_HPV, that block's softmax and P conversion cover its first half only
+#define FAH_HS 1
+#endif
 #ifndef FAH_XT128  // 1: cross-tile overlap at D=128 (Q double-buffered; the next tile's first S GEMM runs
 #define FAH_XT128 0   // under this tile's epilogue), in the kernels without ping-pong turns
 #endif
@@ -714,6 +726,9 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
                   const __grid_constant__ CUtensorMap tmV, const __grid_constant__ CUtensorMap tmO,
                   const Params p) {
   constexpr bool XT = kCrossTile<D, BN, STAGES, NWG, PINGPONG, CM>;
+  constexpr bool HPV = (D == 128 ? FAH_HPV : D == 64 ? FAH_HPV64 && NWG == 3 : 0) && BN == 128 && CM != 0 && MC == 0;
+  constexpr bool HS = FAH_HS && HPV;
+  constexpr bool HD = FAH_HD && D == 128 && BN == 128 && CM != 0 && MC == 0 && !XT;
   using L = Layout<D, BN, STAGES, NWG, XT ? 2 : 1>;
   constexpr int kBM = L::BM;
   constexpr int DC = D / 64;  // 64-column (128-byte) blocks per row
@@ -1001,6 +1016,18 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
     wgmma_commit();
   };
   auto gemm_s = [&](int st, uint32_t q_base) { gemm_s_at(q_base, sK + st * L::KV_BYTES); };
+  // HD: the S columns BN/2.. of this GEMM keep stale values; the diagonal mask sets them (past every row's limit).
+  auto gemm_s_half = [&](int st, uint32_t q_base) {
+    wgmma_fence();
+    const uint32_t qlo = desc_lo(q_base + cw * 64 * 128, 16), klo = desc_lo(sK + st * L::KV_BYTES, 16);
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk) {
+      const uint64_t da = desc_at(qlo, (kk / 4) * kBM * 128 + (kk % 4) * 32, desc_hi(1024));
+      const uint64_t db = desc_at(klo, (kk / 4) * BN * 128 + (kk % 4) * 32, desc_hi(1024));
+      wgmma_ss<HD ? BN / 2 : BN>(s, da, db, kk > 0 ? 1 : 0);
+    }
+    wgmma_commit();
+  };
   // XT: read tile q_next's slot and issue its first S GEMM (K block kv_next) into s. A tile without
   // keys, or the stop signal, gets the same GEMM on its own Q buffer as both operands (nothing writes
   // that buffer before the warpgroup releases it, after a wait): its result is never read, but a GEMM
@@ -1051,15 +1078,25 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
     if (n_max > 0) {
       const int lim0 = causal ? min(p.seqlen_k, row0 + off + 1) : p.seqlen_k;
       const int lim1 = causal ? min(p.seqlen_k, row1 + off + 1) : p.seqlen_k;
-      auto gemm_pv = [&](int st) {
+      // HPV: this warpgroup's rows all see keys < (n_top - 1) * BN + BN / 2 only, so the P of the first
+      // block (the diagonal one) are zero in its second half: that block's P V takes half the k-steps.
+      // (A vote, so that ptxas sees a warp-uniform branch: a divergent one around a wgmma serialises them all.)
+      const bool half_pv = (HPV || HD) && __all_sync(0xffffffffu, causal && m0 + cw * 64 + 64 + off <= (n_top - 1) * BN + BN / 2);
+      auto gemm_pv_k = [&](int st, int ksteps) {
         wgmma_fence();
         const uint32_t vlo = desc_lo(sV + st * L::KV_BYTES, BN * 128);
 #pragma unroll
-        for (int kk = 0; kk < BN / 16; ++kk) {
+        for (int kk = 0; kk < ksteps; ++kk) {
           const uint64_t db = desc_at(vlo, kk * 2048, desc_hi(1024));
           wgmma_rs<D>(o, &pf[4 * kk], db, 1);
         }
         wgmma_commit();
+      };
+      // HPV: each path one whole commit group (split in two, the wait after it took the first half along, and the
+      // softmax that follows no longer ran under it).
+      auto gemm_pv = [&](int st, bool half = false) {
+        if (HPV && half) gemm_pv_k(st, BN / 32);
+        else gemm_pv_k(st, BN / 16);
       };
       // Block n takes the mask if it holds keys at or past seqlen_k or, causal, past the diagonal of the
       // tile's first row (which sees keys j < m0 + off + 1): the blocks from n_mask up (first_masked_block,
@@ -1097,12 +1134,25 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
         if (!XT) {  // XT: issued under the previous tile's epilogue (advance)
           mbar_wait(barFullK(st), (kv_it / STAGES) & 1);
           turn_begin();
-          gemm_s(st, sQc);
-          turn_end();
-          finish_store();
+          // HD: each path waits for its own GEMM, so that no pipeline stage spans the join (ptxas would
+          // otherwise see the stale columns as non-wgmma definitions of an accumulator in flight, C7515).
+          if (HD && half_pv) {
+            gemm_s_half(st, sQc);
+            turn_end();
+            finish_store();
+            wgmma_wait<0>();
+            fence_regs<BN / 2>(s);
+          } else {
+            gemm_s(st, sQc);
+            turn_end();
+            finish_store();
+            wgmma_wait<0>();
+            fence_regs<BN / 2>(s);
+          }
+        } else {
+          wgmma_wait<0>();
+          fence_regs<BN / 2>(s);
         }
-        wgmma_wait<0>();
-        fence_regs<BN / 2>(s);
         if (t128 == 0) release(barEmptyK(st));
         // A one-block tile's only S GEMM has completed: Q may be overwritten (see the loop).
         if (n_max == 1) {
@@ -1110,78 +1160,94 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
           if (lane == 0) mbar_arrive(qempty(qb));
         }
         float sc0, sc1;
-        softmax(n_top - 1, sc0, sc1);  // O is still zero: nothing to rescale
-        convert_p();
+        // O is still zero: nothing to rescale
+        if (HS && half_pv) {  // P in the block's second half is zero, and the P V reads only the first half
+          softmax_tile<BN / 2, true>(s, mA, mB, lA, lB, sc0, sc1, (n_top - 1) * BN + colq, lim0, lim1, sl2);
+#pragma unroll
+          for (int j = 0; j < BN / 8; ++j) pf[j] = pack_bf16(s[2 * j], s[2 * j + 1]);
+        } else {
+          softmax(n_top - 1, sc0, sc1);
+          convert_p();
+        }
         if (LAZY) fin = !named_any(3 + cw, 128, mA == -INFINITY || mB == -INFINITY);
       }
-      for (int it = 1; it < n_max; ++it) {
-        const int n = n_top - 1 - it;
-        const int g = kv_it + it;
-        const int st = g % STAGES, pst = (g - 1) % STAGES;
-        mbar_wait(barFullK(st), (g / STAGES) & 1);
-        turn_begin();
-        gemm_s(st, sQc);
-        // The previous block's V is waited for only now: the S GEMM goes as soon as its K is in
-        // (FA3's order; +0.7% geomean over waiting for both first, perf.md stage 4).
-        mbar_wait(barFullV(pst), ((g - 1) / STAGES) & 1);
-        gemm_pv(pst);
-        turn_end();
-        wgmma_wait<1>();
-        fence_regs<BN / 2>(s);
-        float sc0 = 1.f, sc1 = 1.f;
-        bool grow = false;
-        // softmax_fast on the blocks between the first and the last, once every row's max is finite.
-        // The decision is the warpgroup's (a wgmma may follow); K stays held until it is made, so
-        // that S can be recomputed, and the last block (which releases Q) never tries: trying it and
-        // releasing Q after the decision measured -1.2% (perf.md, stage 11).
-        const bool try_fast = LAZY && fin && it < n_max - 1;
-        if (try_fast) {
-          float t0, t1;
-          const bool bad = need_mask(n) ? softmax_fast<BN, true>(s, mA, mB, t0, t1, n * BN + colq, lim0, lim1, sl2)
-                                     : softmax_fast<BN, false>(s, mA, mB, t0, t1, n * BN + colq, lim0, lim1, sl2);
-          if (!named_any(3 + cw, 128, bad)) {
-            lA += t0;
-            lB += t1;
-          } else {
-            gemm_s(st, sQc);  // S again (its P was taken against a max that moved too far)
-            wgmma_wait<0>();
-            fence_regs<BN / 2>(s);
-            // The exact max here: with the lazy one a row whose max came from few keys (the causal diagonal
-            // block) keeps failing softmax_fast block after block (a sum over 2^8 of P each under 2^8).
-            grow = softmax(n, sc0, sc1, FAH_LZ_EXACT ? 0.f : 8.f);
-          }
-          if (t128 == 0) release(barEmptyK(st));
-        } else {
-          if (t128 == 0) release(barEmptyK(st));
-          // The last S GEMM of the tile has completed (as for the K stage above): release Q now, not
-          // after this block's softmax, so that the next tile's Q load starts one softmax earlier.
-          if (it == n_max - 1) {
-            __syncwarp();
-            if (lane == 0) mbar_arrive(qempty(qb));
-          }
-          grow = softmax(n, sc0, sc1);
-          if (LAZY && !fin) fin = !named_any(3 + cw, 128, mA == -INFINITY || mB == -INFINITY);
-        }
-        wgmma_wait<0>();
-        fence_regs<D / 2>(o);
-        fence_regs_u<BN / 4>(pf);
-        if (t128 == 0) release(barEmptyV(pst));
-        if (grow) {
+      // Blocks 1 .. n_max - 1: S of block it, P V of block it - 1. HPV: pass 0 runs block 1 alone, the diagonal block's
+      // P V halved where half_pv says; unrolled, it is a copy of the loop of its own, so the loop proper keeps one commit
+      // group per GEMM (a runtime choice of k-steps inside it measured -4% on every causal row, stage 16).
+      int it = 1;
 #pragma unroll
-          for (int i = 0; i < D / 8; ++i) {
-          o[4 * i + 0] *= sc0;
-          o[4 * i + 1] *= sc0;
-          o[4 * i + 2] *= sc1;
-          o[4 * i + 3] *= sc1;
+      for (int pass = HPV ? 0 : 1; pass < 2; ++pass) {
+        const bool half = HPV && pass == 0 && half_pv;
+        const int it_end = HPV && pass == 0 ? min(n_max, 2) : n_max;
+        for (; it < it_end; ++it) {
+          const int n = n_top - 1 - it;
+          const int g = kv_it + it;
+          const int st = g % STAGES, pst = (g - 1) % STAGES;
+          mbar_wait(barFullK(st), (g / STAGES) & 1);
+          turn_begin();
+          gemm_s(st, sQc);
+          // The previous block's V is waited for only now: the S GEMM goes as soon as its K is in
+          // (FA3's order; +0.7% geomean over waiting for both first, perf.md stage 4).
+          mbar_wait(barFullV(pst), ((g - 1) / STAGES) & 1);
+          gemm_pv(pst, HPV && half);
+          turn_end();
+          wgmma_wait<1>();
+          fence_regs<BN / 2>(s);
+          float sc0 = 1.f, sc1 = 1.f;
+          bool grow = false;
+          // softmax_fast on the blocks between the first and the last, once every row's max is finite.
+          // The decision is the warpgroup's (a wgmma may follow); K stays held until it is made, so
+          // that S can be recomputed, and the last block (which releases Q) never tries: trying it and
+          // releasing Q after the decision measured -1.2% (perf.md, stage 11).
+          const bool try_fast = LAZY && fin && it < n_max - 1;
+          if (try_fast) {
+            float t0, t1;
+            const bool bad = need_mask(n) ? softmax_fast<BN, true>(s, mA, mB, t0, t1, n * BN + colq, lim0, lim1, sl2)
+                                       : softmax_fast<BN, false>(s, mA, mB, t0, t1, n * BN + colq, lim0, lim1, sl2);
+            if (!named_any(3 + cw, 128, bad)) {
+              lA += t0;
+              lB += t1;
+            } else {
+              gemm_s(st, sQc);  // S again (its P was taken against a max that moved too far)
+              wgmma_wait<0>();
+              fence_regs<BN / 2>(s);
+              // The exact max here: with the lazy one a row whose max came from few keys (the causal diagonal
+              // block) keeps failing softmax_fast block after block (a sum over 2^8 of P each under 2^8).
+              grow = softmax(n, sc0, sc1, FAH_LZ_EXACT ? 0.f : 8.f);
+            }
+            if (t128 == 0) release(barEmptyK(st));
+          } else {
+            if (t128 == 0) release(barEmptyK(st));
+            // The last S GEMM of the tile has completed (as for the K stage above): release Q now, not
+            // after this block's softmax, so that the next tile's Q load starts one softmax earlier.
+            if (it == n_max - 1) {
+              __syncwarp();
+              if (lane == 0) mbar_arrive(qempty(qb));
+            }
+            grow = softmax(n, sc0, sc1);
+            if (LAZY && !fin) fin = !named_any(3 + cw, 128, mA == -INFINITY || mB == -INFINITY);
           }
+          wgmma_wait<0>();
+          fence_regs<D / 2>(o);
+          fence_regs_u<BN / 4>(pf);
+          if (t128 == 0) release(barEmptyV(pst));
+          if (grow) {
+#pragma unroll
+            for (int i = 0; i < D / 8; ++i) {
+            o[4 * i + 0] *= sc0;
+            o[4 * i + 1] *= sc0;
+            o[4 * i + 2] *= sc1;
+            o[4 * i + 3] *= sc1;
+            }
+          }
+          convert_p();
         }
-        convert_p();
       }
       {
         const int g = kv_it + n_max - 1, lst = g % STAGES;
         mbar_wait(barFullV(lst), (g / STAGES) & 1);
         turn_begin();
-        gemm_pv(lst);
+        gemm_pv(lst, HPV && n_max == 1 && half_pv);
         turn_end();
         if (PINGPONG && cw == 0) named_sync(sched_bar(0), 256);  // consume the last warpgroup's last arrive
         if (XT) {
