@@ -176,6 +176,9 @@
 #ifndef FAH_HS  // 1: with FAH_HPV, that block's softmax and P conversion cover its first half only
 #define FAH_HS 1
 #endif
+#ifndef FAH_HZ  // 1: causal D=256, a warpgroup whose rows see no key of the tile's first KV block skips that block
+#define FAH_HZ 1  // (its S GEMM, softmax and P V): with 64- and 80-wide blocks the first one is often past the first 64 rows
+#endif
 #ifndef FAH_XT128  // 1: cross-tile overlap at D=128 (Q double-buffered; the next tile's first S GEMM runs
 #define FAH_XT128 0   // under this tile's epilogue), in the kernels without ping-pong turns
 #endif
@@ -729,6 +732,8 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
   constexpr bool HPV = (D == 128 ? FAH_HPV : D == 64 ? FAH_HPV64 && NWG == 3 : 0) && BN == 128 && CM != 0 && MC == 0;
   constexpr bool HS = FAH_HS && HPV;
   constexpr bool HD = FAH_HD && D == 128 && BN == 128 && CM != 0 && MC == 0 && !XT;
+  constexpr bool HZ = FAH_HZ && D == 256 && CM != 0 && MC == 0 && !XT;
+  constexpr bool PEEL = HPV || HZ;  // the first block's P V runs in a pass of its own (see the loop)
   using L = Layout<D, BN, STAGES, NWG, XT ? 2 : 1>;
   constexpr int kBM = L::BM;
   constexpr int DC = D / 64;  // 64-column (128-byte) blocks per row
@@ -1082,6 +1087,9 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
       // block (the diagonal one) are zero in its second half: that block's P V takes half the k-steps.
       // (A vote, so that ptxas sees a warp-uniform branch: a divergent one around a wgmma serialises them all.)
       const bool half_pv = (HPV || HD) && __all_sync(0xffffffffu, causal && m0 + cw * 64 + 64 + off <= (n_top - 1) * BN + BN / 2);
+      // HZ: this warpgroup's rows see no key of the first block: no S GEMM, softmax or P V for it (an empty commit group
+      // stands in for the P V, so that the wait after it still counts one group), but every barrier as before.
+      const bool skip0 = HZ && __all_sync(0xffffffffu, causal && m0 + cw * 64 + 64 + off <= (n_top - 1) * BN);
       auto gemm_pv_k = [&](int st, int ksteps) {
         wgmma_fence();
         const uint32_t vlo = desc_lo(sV + st * L::KV_BYTES, BN * 128);
@@ -1094,8 +1102,9 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
       };
       // HPV: each path one whole commit group (split in two, the wait after it took the first half along, and the
       // softmax that follows no longer ran under it).
-      auto gemm_pv = [&](int st, bool half = false) {
-        if (HPV && half) gemm_pv_k(st, BN / 32);
+      auto gemm_pv = [&](int st, bool half = false, bool none = false) {
+        if (HZ && none) gemm_pv_k(st, 0);
+        else if (HPV && half) gemm_pv_k(st, BN / 32);
         else gemm_pv_k(st, BN / 16);
       };
       // Block n takes the mask if it holds keys at or past seqlen_k or, causal, past the diagonal of the
@@ -1142,6 +1151,9 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
             finish_store();
             wgmma_wait<0>();
             fence_regs<BN / 2>(s);
+          } else if (HZ && skip0) {
+            turn_end();
+            finish_store();
           } else {
             gemm_s(st, sQc);
             turn_end();
@@ -1161,7 +1173,9 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
         }
         float sc0, sc1;
         // O is still zero: nothing to rescale
-        if (HS && half_pv) {  // P in the block's second half is zero, and the P V reads only the first half
+        if (HZ && skip0) {
+          // nothing seen yet: the running max stays -inf and the row sums 0
+        } else if (HS && half_pv) {  // P in the block's second half is zero, and the P V reads only the first half
           softmax_tile<BN / 2, true>(s, mA, mB, lA, lB, sc0, sc1, (n_top - 1) * BN + colq, lim0, lim1, sl2);
 #pragma unroll
           for (int j = 0; j < BN / 8; ++j) pf[j] = pack_bf16(s[2 * j], s[2 * j + 1]);
@@ -1176,9 +1190,10 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
       // group per GEMM (a runtime choice of k-steps inside it measured -4% on every causal row, stage 16).
       int it = 1;
 #pragma unroll
-      for (int pass = HPV ? 0 : 1; pass < 2; ++pass) {
+      for (int pass = PEEL ? 0 : 1; pass < 2; ++pass) {
         const bool half = HPV && pass == 0 && half_pv;
-        const int it_end = HPV && pass == 0 ? min(n_max, 2) : n_max;
+        const bool none = HZ && pass == 0 && skip0;
+        const int it_end = PEEL && pass == 0 ? min(n_max, 2) : n_max;
         for (; it < it_end; ++it) {
           const int n = n_top - 1 - it;
           const int g = kv_it + it;
@@ -1189,7 +1204,7 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
           // The previous block's V is waited for only now: the S GEMM goes as soon as its K is in
           // (FA3's order; +0.7% geomean over waiting for both first, perf.md stage 4).
           mbar_wait(barFullV(pst), ((g - 1) / STAGES) & 1);
-          gemm_pv(pst, HPV && half);
+          gemm_pv(pst, HPV && half, HZ && none);
           turn_end();
           wgmma_wait<1>();
           fence_regs<BN / 2>(s);
@@ -1247,7 +1262,7 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
         const int g = kv_it + n_max - 1, lst = g % STAGES;
         mbar_wait(barFullV(lst), (g / STAGES) & 1);
         turn_begin();
-        gemm_pv(lst, HPV && n_max == 1 && half_pv);
+        gemm_pv(lst, HPV && n_max == 1 && half_pv, HZ && n_max == 1 && skip0);
         turn_end();
         if (PINGPONG && cw == 0) named_sync(sched_bar(0), 256);  // consume the last warpgroup's last arrive
         if (XT) {
