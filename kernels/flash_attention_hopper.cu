@@ -168,7 +168,7 @@
 #define FAH_HPV 0  // block's P V with half the k-steps (the other half's P are all masked to zero), causal D=128
 #endif
 #ifndef FAH_HD  // 1: ... and issues that block's S GEMM with N = BN/2 (columns BN/2.. keep stale values, masked)
-#define FAH_HD 0
+#define FAH_HD 1
 #endif
 #ifndef FAH_HPV64  // FAH_HPV at D=64
 #define FAH_HPV64 1  // (3-warpgroup kernel only: the 2-warpgroup one lost 1.2%, stage 16)
