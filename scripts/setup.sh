@@ -88,6 +88,33 @@ step "pip install -e '.[dev]' into $VENV" "$VENV/bin/python -m pip install -e '.
 step "checking the installed command" "$VENV/bin/quaere version" "$VENV/bin/quaere" version
 say "quaere $("$VENV/bin/quaere" version) is set up in $VENV"
 
+# -- nvdisasm, for the kernel's SASS checks without a GPU (bench/kernel/sass_counts.py, tests/fa_task) ------
+# Not every CUDA install has it; the one in this PyPI wheel reads nvcc 13.0's cubins. Only where nvcc is, and
+# not fatal: without it those checks are skipped, saying why.
+NVDISASM_WHEEL=nvidia-cuda-nvdisasm==13.2.86
+if command -v nvcc >/dev/null 2>&1 && ! command -v nvdisasm >/dev/null 2>&1; then
+  if [ -x "$VENV/bin/nvdisasm" ]; then
+    say "nvdisasm: $VENV/bin/nvdisasm is there"
+  else
+    nvd_tmp=$(mktemp -d)
+    if "$VENV/bin/python" -m pip download -q --no-deps -d "$nvd_tmp" "$NVDISASM_WHEEL" >"$nvd_tmp/log" 2>&1 &&
+       "$VENV/bin/python" - "$nvd_tmp" "$VENV/bin/nvdisasm" <<'PY'
+import glob, sys, zipfile
+wheel = glob.glob(sys.argv[1] + "/*.whl")[0]
+with zipfile.ZipFile(wheel) as z, open(sys.argv[2], "wb") as out:
+    out.write(z.read("nvidia/cu13/bin/nvdisasm"))
+PY
+    then
+      chmod +x "$VENV/bin/nvdisasm"
+      say "nvdisasm: unpacked from $NVDISASM_WHEEL into $VENV/bin"
+    else
+      rm -f "$VENV/bin/nvdisasm"
+      say "nvdisasm: $NVDISASM_WHEEL could not be fetched ($(tail -1 "$nvd_tmp/log")): the SASS checks will be skipped"
+    fi
+    rm -rf "$nvd_tmp"
+  fi
+fi
+
 # -- the agents' tools, for their end-to-end tests (tests/hooks/test_e2e_*.py, tests/campaign/...) --------
 # Each test is skipped, saying why, where its agent is missing. Versions are those the tests were written
 # against (docs/agents.md).
