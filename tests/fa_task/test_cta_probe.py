@@ -2,21 +2,12 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.fa_task.bench_scripts import load_bench_script
 
 
 def load_module():
-    spec = importlib.util.spec_from_file_location("cta_probe", ROOT / "bench" / "kernel" / "cta_probe.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["cta_probe"] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
+    return load_bench_script("cta_probe")
 
 
 def test_decode_splits_the_work_word():

@@ -2,21 +2,17 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
+from tests.fa_task.bench_scripts import load_bench_script
 
-ROOT = Path(__file__).resolve().parents[2]
 HEADER = ('"Address","Source","Warp Stall Sampling (All Samples)","Instructions Executed",'
           '"stall_wait","stall_barrier","stall_wait (Not Issued)"')
 
 
 def load_module():
-    spec = importlib.util.spec_from_file_location("ncu_stalls", ROOT / "bench" / "kernel" / "ncu_stalls.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_bench_script("ncu_stalls")
 
 
 def write_page(tmp_path: Path, rows: list[str]) -> Path:

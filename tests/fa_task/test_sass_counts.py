@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from tests.fa_task.bench_scripts import load_bench_script
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -30,11 +30,7 @@ SASS = """\t.headerflags\t@"EF_CUDA_VIRTUAL_SM(EF_CUDA_SM90)"
 
 
 def load_module():
-    spec = importlib.util.spec_from_file_location("sass_counts", ROOT / "bench" / "kernel" / "sass_counts.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["sass_counts"] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
+    return load_bench_script("sass_counts")
 
 
 def test_counts_per_kernel_ignore_predicates_and_addresses():
