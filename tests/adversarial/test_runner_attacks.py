@@ -149,7 +149,8 @@ def test_candidate_code_naming_the_runners_interpreter_fails_the_audit(task: Tas
 def test_a_claim_8_percent_short_is_caught_by_the_runners_cpu_time(task: Task, cache: Path, one: Path,
                                                                     tmp_path: Path) -> None:
     """Inside the wall clock's 10% slack; the kernel's accounting of the runner's CPU time and of its waits
-    for a core has no such slack, loaded machine or not."""
+    for a core has no such slack. On a quiet machine: with other CPU-bound work beside it, the trusted kernel's
+    own waits make that bound miss this forgery about half the time (docs/security.md, "What is not defended")."""
     evaluation = run_evaluation(task, write_candidate(tmp_path, "forge_small"), timed(cache, one))
     assert evaluation.correct
     candidate = evaluation.benchmarks[0].timing("candidate")
