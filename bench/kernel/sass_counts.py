@@ -1,7 +1,8 @@
 """Per-kernel SASS counts of a kernel file, and which kernels two builds compile differently, on a machine without a GPU.
 
-Usage: python sass_counts.py FILE.cu [--flag -DX=1 ...] [--against OTHER.cu [--against-flag -DY=1 ...]]
+Usage: python sass_counts.py FILE.cu [--flag=-DX=1 ...] [--against OTHER.cu [--against-flag=-DY=1 ...]]
                              [--nvdisasm PATH]
+(an nvcc flag goes after '=': argparse would read a separate "-DX=1" as an option of its own)
 
 Compiles FILE.cu for sm_90a to a cubin (device code only, about 15 s), disassembles it with `nvdisasm` and prints, per
 kernel, its HGMMA instructions, its `WARPGROUP.DEPBAR` waits and its local-memory instructions (LDL/STL), and ptxas's
@@ -27,6 +28,7 @@ from pathlib import Path
 SERIALISED = re.compile(r"\(C75\d\d\) Potential Performance Loss: wgmma")
 _SECTION = re.compile(r"^\s*\.text\.(\S+):")
 _INSTR = re.compile(r"^\s*/\*[0-9a-f]+\*/\s+(.*?)\s*;")
+_LABEL = re.compile(r"\.L_x_\d+")
 
 
 @dataclass(frozen=True)
@@ -40,17 +42,22 @@ class KernelCounts:
 
 
 def split_kernels(sass: str) -> dict[str, list[str]]:
-    """nvdisasm's text -> {mangled kernel name: its instructions, without addresses or encodings}."""
+    """nvdisasm's text -> {mangled kernel name: its instructions, without addresses or encodings}. Branch labels
+    (`.L_x_N`, numbered across the whole cubin) are renumbered per kernel in order of first use, so that a kernel
+    compiled the same reads the same whatever the kernels before it."""
     kernels: dict[str, list[str]] = {}
     current: list[str] | None = None
+    labels: dict[str, str] = {}
     for line in sass.splitlines():
         section = _SECTION.match(line)
         if section:
             current = kernels.setdefault(section.group(1), [])
+            labels = {}
             continue
         instr = _INSTR.match(line)
         if instr and current is not None:
-            current.append(" ".join(instr.group(1).split()))
+            text = _LABEL.sub(lambda m: labels.setdefault(m.group(0), f".L{len(labels)}"), instr.group(1))
+            current.append(" ".join(text.split()))
     return kernels
 
 
