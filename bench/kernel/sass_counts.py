@@ -1,4 +1,4 @@
-"""Per-kernel SASS counts of a kernel file, and which kernels two builds compile differently, on a machine without a GPU.
+"""Per-kernel SASS counts of a kernel file, and which kernels two builds compile differently, without a GPU.
 
 Usage: python sass_counts.py FILE.cu [--flag=-DX=1 ...] [--against OTHER.cu [--against-flag=-DY=1 ...]]
                              [--nvdisasm PATH]
@@ -56,7 +56,7 @@ def split_kernels(sass: str) -> dict[str, list[str]]:
             continue
         instr = _INSTR.match(line)
         if instr and current is not None:
-            text = _LABEL.sub(lambda m: labels.setdefault(m.group(0), f".L{len(labels)}"), instr.group(1))
+            text = _LABEL.sub(lambda m, seen=labels: seen.setdefault(m.group(0), f".L{len(seen)}"), instr.group(1))
             current.append(" ".join(text.split()))
     return kernels
 
@@ -74,15 +74,21 @@ def differing(a: dict[str, list[str]], b: dict[str, list[str]]) -> list[str]:
     return sorted(name for name in a.keys() | b.keys() if a.get(name) != b.get(name))
 
 
-def build_sass(source: Path, flags: list[str], nvdisasm: str, work: Path) -> tuple[str, list[str]]:
-    """Compile `source` to a cubin and disassemble it: (SASS text, ptxas's serialisation notes)."""
+def compile_cubin(source: Path, flags: list[str], work: Path) -> tuple[Path, list[str]]:
+    """Compile `source`'s device code for sm_90a into a fresh cubin in `work`: (its path, ptxas's wgmma-serialisation
+    notes). An nvcc failure stops with its message, naming the file."""
     cubin = work / f"{source.stem}-{len(list(work.iterdir()))}.cubin"  # a fresh name for each build in `work`
     cmd = ["nvcc", "-O3", "-std=c++17", "-gencode", "arch=compute_90a,code=sm_90a", "-cubin", *flags, "-x", "cu",
            str(source), "-o", str(cubin)]
     built = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if built.returncode != 0:
         raise SystemExit(f"{source}: nvcc failed:\n{built.stderr[-3000:]}")
-    notes = [line for line in (built.stdout + built.stderr).splitlines() if SERIALISED.search(line)]
+    return cubin, [line for line in (built.stdout + built.stderr).splitlines() if SERIALISED.search(line)]
+
+
+def build_sass(source: Path, flags: list[str], nvdisasm: str, work: Path) -> tuple[str, list[str]]:
+    """Compile `source` to a cubin and disassemble it: (SASS text, ptxas's serialisation notes)."""
+    cubin, notes = compile_cubin(source, flags, work)
     dis = subprocess.run([nvdisasm, "-c", str(cubin)], capture_output=True, text=True, check=False)
     if dis.returncode != 0:
         raise SystemExit(f"{nvdisasm}: could not disassemble {cubin}:\n{dis.stderr[-2000:]}")

@@ -9,28 +9,22 @@ that the check sees it, on a copy whose warp vote is turned back into a per-thre
 
 from __future__ import annotations
 
-import re
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
+from tests.fa_task.bench_scripts import load_bench_script
 
-ROOT = Path(__file__).resolve().parents[2]
-KERNEL = ROOT / "kernels" / "flash_attention_hopper.cu"
-SERIALISED = re.compile(r"\(C75\d\d\) Potential Performance Loss: wgmma\.mma_async instructions are serialized")
+KERNEL = Path(__file__).resolve().parents[2] / "kernels" / "flash_attention_hopper.cu"
 VOTE = "const bool half_pv = (HPV || HD) && __all_sync(0xffffffffu, "
 
 
 def serialisation_notes(source: Path, out_dir: Path) -> list[str]:
-    """Compile `source` for sm_90a (device code only) and return ptxas's wgmma-serialisation lines."""
+    """Compile `source` for sm_90a (device code only, bench/kernel/sass_counts.py's build) and return ptxas's
+    wgmma-serialisation lines."""
     if shutil.which("nvcc") is None:
         pytest.skip("nvcc is not installed here")
-    build = ["nvcc", "-O3", "-std=c++17", "-gencode", "arch=compute_90a,code=sm_90a", "-cubin", "-x", "cu",
-             str(source), "-o", str(out_dir / (source.stem + ".cubin"))]
-    built = subprocess.run(build, capture_output=True, text=True, check=False, timeout=900)
-    assert built.returncode == 0, built.stderr[-3000:]
-    return [line for line in (built.stdout + built.stderr).splitlines() if SERIALISED.search(line)]
+    return load_bench_script("sass_counts").compile_cubin(source, [], out_dir)[1]
 
 
 def test_shipped_kernel_keeps_the_wgmma_pipeline(tmp_path: Path) -> None:
