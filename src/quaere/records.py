@@ -113,6 +113,7 @@ class TimingStatus(str, Enum):
     HIDDEN_WORK = "hidden_work"  # work outside the timed interval (another stream, or a forged claim)
     INPUTS_MEMOIZED = "inputs_memoized"  # a timed output repeats an earlier repetition's: work was skipped
     RUNNER_LOST = "runner_lost"  # the pool's judge (its actor or node) was lost, and no other timed it
+    UNVERIFIED = "unverified"  # the judge could not check the claims (a CPU task on a machine too busy): no verdict
 
 
 class Timing(Record):
@@ -132,6 +133,9 @@ class Timing(Record):
                                         "median of the runner's kernel-accounted CPU time (in the call and since "
                                         "its previous reply) plus waits for a core, minus the claimed time (the "
                                         "CPU-time bound's input).")
+    cpu_waits_ms: MaybeFloat = Field(default=math.nan, description="Native implementations of a CPU task: median "
+                                     "of the runner's waits for a core per call (past half the CPU-time bound's "
+                                     "slack the bound cannot place them, and its verdict is at most 'unverified').")
     steal_share: MaybeFloat = Field(default=math.nan, description="Native implementations of a CPU task: share "
                                     "of the machine's CPU time the hypervisor took during the timed run (the "
                                     "CPU-time bound takes each claim to hold this share of stolen time).")

@@ -8,13 +8,17 @@ from __future__ import annotations
 
 import json
 import math
+import subprocess
+import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from quaere.evaluate import EvalOptions, run_evaluation
-from quaere.records import TimingStatus, Verdict
+from quaere.evaluate.clock_bound import WAITS_RESOLVED_SHARE
+from quaere.records import BenchmarkResult, TimingStatus, Verdict
 from quaere.runner.sandbox import landlock_abi
 from quaere.task.loader import Task, load_task
 
@@ -146,16 +150,55 @@ def test_candidate_code_naming_the_runners_interpreter_fails_the_audit(task: Tas
     assert any("PyRun_SimpleString" in f.evidence for f in evaluation.audit)
 
 
+def busy(bench: BenchmarkResult, task: Task) -> bool:
+    """Whether the runners waited for a core too long for the CPU-time bound to judge by its medians (the
+    record's own figures, against the task's absolute slack): the bound then says at most ``unverified``."""
+    slack_ms = task.spec.timing.cpu_abs_ms
+    return max(bench.timing(n).cpu_waits_ms for n in ("candidate", "initial")) > WAITS_RESOLVED_SHARE * slack_ms
+
+
 def test_a_claim_8_percent_short_is_caught_by_the_runners_cpu_time(task: Task, cache: Path, one: Path,
                                                                     tmp_path: Path) -> None:
     """Inside the wall clock's 10% slack; the kernel's accounting of the runner's CPU time and of its waits
-    for a core has no such slack. On a quiet machine: with other CPU-bound work beside it, the trusted kernel's
-    own waits make that bound miss this forgery about half the time (docs/security.md, "What is not defended")."""
+    for a core has no such slack. On a quiet machine; on a busy one, see the test below."""
     evaluation = run_evaluation(task, write_candidate(tmp_path, "forge_small"), timed(cache, one))
     assert evaluation.correct
-    candidate = evaluation.benchmarks[0].timing("candidate")
-    assert candidate.status is TimingStatus.HIDDEN_WORK, candidate
-    assert "CPU time" in candidate.detail
+    bench = evaluation.benchmarks[0]
+    candidate = bench.timing("candidate")
+    if busy(bench, task):
+        assert candidate.status in (TimingStatus.HIDDEN_WORK, TimingStatus.UNVERIFIED), candidate
+    else:
+        assert candidate.status is TimingStatus.HIDDEN_WORK, candidate
+        assert "CPU time" in candidate.detail
+
+
+@pytest.fixture
+def two_busy_loops() -> Iterator[None]:
+    """Two CPU-bound processes beside the evaluation (the development and CI machines have two cores)."""
+    loops = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
+    try:
+        yield
+    finally:
+        for loop in loops:
+            loop.kill()
+            loop.wait()
+
+
+def test_on_a_busy_machine_a_short_claim_is_never_measured_and_an_honest_kernel_never_condemned(
+        task: Task, cache: Path, one: Path, tmp_path: Path, two_busy_loops: None) -> None:
+    """With two busy loops on two cores the runners wait 1-4 ms a call for a core, in a claim or outside it,
+    and the trusted kernel's median (CPU time + waits - claim) jumps by a scheduler slice from run to run: by
+    the medians alone `forge_small` passed in 8 of 13 evaluations and an honest kernel was once `hidden_work`
+    in six (2026-12-03). The bound now says `unverified` where it cannot place the waits."""
+    options = timed(cache, one)
+    for seed in (5, 6):
+        reseeded = options.model_copy(update={"seed": seed})
+        short = run_evaluation(task, write_candidate(tmp_path, "forge_small"), reseeded)
+        assert short.benchmarks[0].timing("candidate").status is not TimingStatus.MEASURED
+    honest = run_evaluation(task, write_candidate(tmp_path, "honest_fast"), options).benchmarks[0]
+    assert honest.timing("candidate").status is not TimingStatus.HIDDEN_WORK, honest.timing("candidate")
+    if honest.timing("candidate").status is TimingStatus.UNVERIFIED:
+        assert busy(honest, task) and "too busy" in honest.timing("candidate").detail
 
 
 def test_work_done_between_calls_on_inputs_already_written_is_hidden_work(task: Task, cache: Path, one: Path,
@@ -179,7 +222,9 @@ def test_honest_kernels_faster_or_slower_than_the_initial_one_are_measured(task:
     evaluation = run_evaluation(task, write_candidate(tmp_path, honest), timed(cache, one))
     assert evaluation.correct
     candidate = evaluation.benchmarks[0].timing("candidate")
-    assert candidate.status is TimingStatus.MEASURED, candidate
+    expected = (TimingStatus.MEASURED, TimingStatus.UNVERIFIED) if busy(evaluation.benchmarks[0], task) else \
+        (TimingStatus.MEASURED,)
+    assert candidate.status in expected, candidate
 
 
 def test_an_output_cached_by_input_pointer_is_inputs_memoized(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from quaere.evaluate.clock_bound import Doubt
 from quaere.evaluate.second_look import SECOND_RUN_FIRST_INDEX, time_and_judge
 from quaere.evaluate.timing import Run, TimingFailure
 from quaere.records import TimingStatus
@@ -38,10 +39,13 @@ class Judge:
     calls: int = 0
     resets: int = 0
 
-    def __call__(self, runs: list[Run]) -> dict[str, str]:
+    status: TimingStatus = TimingStatus.HIDDEN_WORK
+
+    def __call__(self, runs: list[Run]) -> dict[str, Doubt]:
         flagged = self.runs_flagged[self.calls] if self.calls < len(self.runs_flagged) else set()
         self.calls += 1
-        return {run.name: f"flag {self.calls}" for run in runs if run.name in flagged and not run.failure}
+        return {run.name: Doubt(self.status, f"flag {self.calls}") for run in runs
+                if run.name in flagged and not run.failure}
 
     def reset(self) -> None:
         self.resets += 1
@@ -95,4 +99,13 @@ def test_a_timer_failure_in_the_first_run_stands_and_is_not_timed_again() -> Non
     runs = timed([memo, Fake("initial")], judge)
     assert runs["candidate"].status is TimingStatus.INPUTS_MEMOIZED
     assert all(i < SECOND_RUN_FIRST_INDEX for i in memo.indices) and len(memo.indices) == 1
+    assert runs["initial"].status is TimingStatus.MEASURED and set(runs["initial"].samples_ms) == {2.0}
+
+
+def test_a_run_the_judge_could_not_check_twice_is_unverified_not_hidden_work() -> None:
+    """A busy machine can leave the CPU-time bound unable to check the claims: that doubt, in both runs, is the
+    verdict (``unverified``), and an implementation it never doubted stays measured."""
+    judge = Judge([{"candidate"}, {"candidate"}], status=TimingStatus.UNVERIFIED)
+    runs = timed([Fake("candidate"), Fake("initial")], judge)
+    assert runs["candidate"].status is TimingStatus.UNVERIFIED and "flag 2" in runs["candidate"].failure
     assert runs["initial"].status is TimingStatus.MEASURED and set(runs["initial"].samples_ms) == {2.0}

@@ -7,7 +7,9 @@ timed the same way in the same interleaved run. Beyond the task's slack the timi
 
 * drain: device work still running after the call's end event (a stream the events did not see);
 * CPU time (CPU tasks): the kernel's accounting of the runner's CPU time and of its waits for a core,
-  which its code cannot lower;
+  which its code cannot lower. Where the runners waited for a core too long to tell whether a wait fell in the
+  claimed interval or outside it (a busy machine), only a claim short beyond every such wait is ``hidden_work``;
+  anything less is ``unverified``: the claims could not be checked, which is not a verdict on the kernel;
 * wall clock: the judge's own round trip, the coarsest, for every task;
 * device-timeline span (GPU tasks that set ``TimingRule.span_abs_ms``): the judge's own events around the
   call, which see a forged claim the host clock's scheduling noise can hide on short calls.
@@ -19,7 +21,25 @@ import math
 from dataclasses import dataclass, field
 
 from quaere.evaluate import stats
+from quaere.records import TimingStatus
 from quaere.task.spec import TimingRule
+
+WAITS_RESOLVED_SHARE = 0.5
+"""The CPU-time bound judges its medians directly only while both runners' median wait for a core per call is at
+most this share of its slack. Past it a wait may fall in the claimed interval (and in the claim) or outside it
+(and in neither), and the medians jump by a scheduler slice between runs: on the 2-core development machine with two
+busy loops (2026-12-03) median waits of 0.3-8 ms, the trusted kernel's median of (CPU time + waits - claim) at
+0.7-4.2 ms, an honest kernel once ``hidden_work`` and a claim 8% short once ``measured`` in six evaluations each;
+on the quiet machine the median wait was 0."""
+
+
+@dataclass(frozen=True)
+class Doubt:
+    """Why a runner's claims are not believed: ``hidden_work`` (they cannot be) or ``unverified`` (the judge could
+    not check them, as on a machine too busy for the CPU-time bound)."""
+
+    status: TimingStatus
+    why: str
 
 
 @dataclass
@@ -58,18 +78,24 @@ class CallTimes:
         call."""
         return stats.quantile([w - c for w, c in zip(self.walls_ms, self.claims_ms, strict=True)], 0.25)
 
-    def cpu_overhead_ms(self, steal_share: float = 0.0) -> float:
+    def cpu_overhead_ms(self, steal_share: float = 0.0, waits: bool = True) -> float:
         """Median of (the runner's CPU time + its waits for a core + ``steal_share`` of the claim - the claim)
         per call; NaN when not accounted. ``steal_share``: the share of the machine's CPU time the hypervisor
         took during the timed run, which is in a claimed wall time and in neither count. A claim is a wall
         time inside the runner, so for an honest call the difference is the runner's own overhead outside
         the claimed interval, whether or not the call waited for a core; a claim shorter than the work raises
         it by the amount. The median, as the reported time is one: a claim that moves the median time moves
-        the median of this difference too."""
+        the median of this difference too. Without ``waits``: the same less the waits, which for an honest
+        call is that overhead less the waits inside the claimed interval (a lower bound of it)."""
         kept = 1.0 - steal_share
-        pairs = [u + q - c * kept for u, q, c in zip(self.cpus_ms, self.queued_ms, self.claims_ms, strict=True)
-                 if not math.isnan(u + q)]
+        pairs = [u + (q if waits else 0.0) - c * kept
+                 for u, q, c in zip(self.cpus_ms, self.queued_ms, self.claims_ms, strict=True) if not math.isnan(u + q)]
         return stats.median(pairs) if pairs else math.nan
+
+    def waits_ms(self) -> float:
+        """Median of the runner's waits for a core per call; NaN when not accounted."""
+        waits = [q for q in self.queued_ms if not math.isnan(q)]
+        return stats.median(waits) if waits else math.nan
 
     def span_overhead_ms(self) -> float:
         """Lower quartile of (the judge's device-timeline span - claimed time); NaN without spans.
@@ -86,41 +112,77 @@ def _slack_ms(relative: float, device_ms: float, absolute_ms: float) -> float:
     return max(absolute_ms, relative * device_ms)
 
 
-def hidden_work(impl: CallTimes, reference: CallTimes | None, timing: TimingRule, steal_share: float = 0.0) -> str:
-    """Why ``impl``'s claims cannot be believed ('' when they can); ``reference`` is the trusted kernel's, timed
+def doubt(impl: CallTimes, reference: CallTimes | None, timing: TimingRule, steal_share: float = 0.0) -> Doubt | None:
+    """Why ``impl``'s claims are not believed (None when they are); ``reference`` is the trusted kernel's, timed
     in the same run, during which the hypervisor took ``steal_share`` of the machine's CPU time. Each claim is
     taken to hold that share of stolen time; the bound does not stand down when it is high, because a
     candidate that burns CPU raises it (the hypervisor throttles a busy machine: 3-5% measured on the
     development machine, 2026-12-02), and so hides at most that share of its claims."""
     if not impl.claims_ms:
-        return ""
+        return None
     device_ms = stats.median(impl.claims_ms)
     drain, drain_slack = stats.median(impl.drains_ms), _slack_ms(timing.hidden_work_rel, device_ms, timing.drain_abs_ms)
     if drain > drain_slack:
-        return (f"device work went on {drain * 1e3:.0f} us after the timed interval ended (median of "
-                f"{len(impl.drains_ms)} calls, slack {drain_slack * 1e3:.0f} us): work on a stream the timing did "
-                "not see")
+        return Doubt(TimingStatus.HIDDEN_WORK,
+                     f"device work went on {drain * 1e3:.0f} us after the timed interval ended (median of "
+                     f"{len(impl.drains_ms)} calls, slack {drain_slack * 1e3:.0f} us): work on a stream the timing did "
+                     "not see")
     if reference is None or not reference.claims_ms or reference is impl:
-        return ""
-    # The same difference for the trusted kernel, timed interleaved with the candidate, is the runner's own
-    # overhead. Negative: the trusted kernel sleeps or blocks in its calls and calibrates nothing. NaN (not
-    # accounted) fails both comparisons.
-    reference_cpu = reference.cpu_overhead_ms(steal_share)
-    cpu_excess = impl.cpu_overhead_ms(steal_share) - reference_cpu if reference_cpu >= 0 else math.nan
-    cpu_slack = _slack_ms(timing.cpu_rel, device_ms, timing.cpu_abs_ms)
-    if cpu_excess > cpu_slack:
-        return (f"the runner's CPU time (in its calls and between them) plus its waits for a core exceeded its "
-                f"claimed time by {cpu_excess * 1e3:.0f} us more per call than the trusted initial kernel's (medians "
-                f"of {len(impl.cpus_ms)} and {len(reference.cpus_ms)} calls, slack {cpu_slack * 1e3:.0f} us): work "
-                "outside the timed call, or a forged time")
+        return None
+    cpu = _cpu_doubt(impl, reference, _slack_ms(timing.cpu_rel, device_ms, timing.cpu_abs_ms), steal_share)
+    if cpu is not None:
+        return cpu
     wall = _quartile_bound("the judge's clock saw", impl.overhead_ms() - reference.overhead_ms(),
                            _slack_ms(timing.hidden_work_rel, device_ms, timing.hidden_work_abs_ms), len(impl.walls_ms))
     if wall or timing.span_abs_ms is None:
-        return wall
+        return Doubt(TimingStatus.HIDDEN_WORK, wall) if wall else None
     # Where the task judges it; NaN (no device timeline) never flags.
     span_excess_ms = impl.span_overhead_ms() - reference.span_overhead_ms()
-    return _quartile_bound("the judge's device timeline spanned", span_excess_ms,
+    span = _quartile_bound("the judge's device timeline spanned", span_excess_ms,
                            _slack_ms(timing.hidden_work_rel, device_ms, timing.span_abs_ms), len(impl.spans_ms))
+    return Doubt(TimingStatus.HIDDEN_WORK, span) if span else None
+
+
+def hidden_work(impl: CallTimes, reference: CallTimes | None, timing: TimingRule, steal_share: float = 0.0) -> str:
+    """Why ``impl``'s claims cannot be believed ('' when they can, or when they could not be checked): the
+    ``hidden_work`` part of :func:`doubt`."""
+    found = doubt(impl, reference, timing, steal_share)
+    return found.why if found is not None and found.status is TimingStatus.HIDDEN_WORK else ""
+
+
+def _cpu_doubt(impl: CallTimes, reference: CallTimes, slack_ms: float, steal_share: float) -> Doubt | None:
+    """The CPU-time bound (CPU tasks; None where not accounted). The trusted kernel's median of (CPU time + waits
+    - claim) is the runner's own overhead; negative, it sleeps or blocks in its calls and calibrates nothing.
+    Where both runners' median wait is within :data:`WAITS_RESOLVED_SHARE` of the slack, the candidate's median
+    may exceed it by the slack. Past that, a wait may be in a claim or outside it, so the candidate's median
+    without its waits is set against the trusted kernel's with them: beyond the slack the claims are short
+    wherever the waits fell (``hidden_work``); otherwise they are ``unverified``."""
+    reference_ms, impl_ms = reference.cpu_overhead_ms(steal_share), impl.cpu_overhead_ms(steal_share)
+    if not reference_ms >= 0 or math.isnan(impl_ms):
+        return None
+    waits_ms = max(impl.waits_ms(), reference.waits_ms())
+    if waits_ms <= WAITS_RESOLVED_SHARE * slack_ms:
+        excess_ms = impl_ms - reference_ms
+        if excess_ms > slack_ms:
+            return Doubt(TimingStatus.HIDDEN_WORK,
+                         f"the runner's CPU time (in its calls and between them) plus its waits for a core "
+                         f"exceeded its claimed time by {excess_ms * 1e3:.0f} us more per call than the trusted "
+                         f"initial kernel's (medians of {len(impl.cpus_ms)} and {len(reference.cpus_ms)} calls, slack "
+                         f"{slack_ms * 1e3:.0f} us): work outside the timed call, or a forged time")
+        return None
+    floor_ms = impl.cpu_overhead_ms(steal_share, waits=False) - reference_ms
+    if floor_ms > slack_ms:
+        return Doubt(TimingStatus.HIDDEN_WORK,
+                     f"the runner's CPU time (in its calls and between them) alone exceeded its claimed time by "
+                     f"{floor_ms * 1e3:.0f} us more per call than the trusted initial kernel's CPU time and waits did "
+                     f"(medians of {len(impl.cpus_ms)} and {len(reference.cpus_ms)} calls, slack {slack_ms * 1e3:.0f} "
+                     "us): work outside the timed call, or a forged time, wherever the waits for a core fell")
+    return Doubt(TimingStatus.UNVERIFIED,
+                 f"the machine was too busy to check the claims against the runner's CPU time: the runners waited a "
+                 f"median {waits_ms * 1e3:.0f} us per call for a core, more than {WAITS_RESOLVED_SHARE:.0%} of the "
+                 f"slack ({slack_ms * 1e3:.0f} us), and a wait in a claim cannot be told from one outside it "
+                 f"(this runner's CPU time less its claim: {floor_ms * 1e3:+.0f} us over the trusted kernel's CPU time "
+                 "and waits less its claim); time it again on a quieter machine")
 
 
 def _quartile_bound(seen: str, excess_ms: float, slack_ms: float, calls: int) -> str:

@@ -15,7 +15,8 @@ minus the claimed device time is the same for every honest kernel (round trip, c
 cover); a candidate whose difference exceeds the trusted initial kernel's by more than the task's slack,
 or whose device work went on after its end event (``drain``), is ``hidden_work``, on a second timed run
 when the first was flagged too (:mod:`.second_look`). On a CPU task the kernel's own accounting of the
-runner's CPU time per call bounds the claim more tightly (``cpu_abs_ms``).
+runner's CPU time per call bounds the claim more tightly (``cpu_abs_ms``); on a machine too busy for that bound
+to place the runners' waits, a claim it cannot catch for certain is ``unverified``, not ``measured``.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from quaere.evaluate import stats
-from quaere.evaluate.clock_bound import CallTimes, hidden_work
+from quaere.evaluate.clock_bound import CallTimes, doubt
 from quaere.evaluate.correctness import Rule, judge_error
 from quaere.evaluate.cpu_accounting import machine_ticks, steal_share
 from quaere.evaluate.judge_state import JudgeState
@@ -307,9 +308,9 @@ def time_scenario(state: JudgeState, scenario: Scenario, seed: int, rule: Rule, 
                 native = natives.get(run.name)
                 if native is not None and not run.failure:
                     reference = natives.get("initial") if run.name in UNTRUSTED else None
-                    why = hidden_work(native.calls, reference.calls if reference else None, timing, share)
-                    if why:
-                        flags[run.name] = why
+                    found = doubt(native.calls, reference.calls if reference else None, timing, share)
+                    if found is not None:
+                        flags[run.name] = found
             return flags
 
         def reset() -> None:
@@ -327,7 +328,7 @@ def time_scenario(state: JudgeState, scenario: Scenario, seed: int, rule: Rule, 
                 settled[run.name] = settled[run.name].model_copy(update={
                     "overhead_ms": calls.overhead_ms(), "drain_ms": stats.median(calls.drains_ms),
                     "span_overhead_ms": calls.span_overhead_ms(),
-                    "cpu_overhead_ms": calls.cpu_overhead_ms(run_steal[0]),
+                    "cpu_overhead_ms": calls.cpu_overhead_ms(run_steal[0]), "cpu_waits_ms": calls.waits_ms(),
                     **({"steal_share": run_steal[0]} if native and native.runner.cpu_accountable else {})})
         return [settled[name] for name in (*NATIVE, *comparisons)]
     finally:

@@ -16,28 +16,28 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Collection
 
+from quaere.evaluate.clock_bound import Doubt
 from quaere.evaluate.timing import Repeatable, Run, time_interleaved
-from quaere.records import TimingStatus
 from quaere.task.spec import TimingRule
 
 SECOND_RUN_FIRST_INDEX = 1 << 40
 """Repetition index (inputs) where the second run starts: far past any first run's last."""
 
-Judge = Callable[[list[Run]], dict[str, str]]
-"""Why each run's claims cannot be believed, by implementation name (absent: they can)."""
+Judge = Callable[[list[Run]], dict[str, Doubt]]
+"""Why each run's claims are not believed, by implementation name (absent: they are)."""
 
 
 def time_and_judge(impls: list[Repeatable], rule: TimingRule, seed: int, bounded: Collection[str], judge: Judge,
                    reset: Callable[[], None]) -> list[Run]:
     """Runs of ``impls`` (same order) as :func:`~quaere.evaluate.timing.time_interleaved` returns them, with
-    every run ``judge`` flags marked ``hidden_work``. ``reset`` forgets what the judge saw of the first run's
-    calls before the second starts."""
+    every run ``judge`` doubts in both runs marked with the second run's doubt (``hidden_work``, or
+    ``unverified``). ``reset`` forgets what the judge saw of the first run's calls before the second starts."""
     runs = time_interleaved(impls, rule, random.Random(seed), bounded=bounded)
     flags = judge(runs)
     if not flags:
         return runs
     # The first run's samples are dropped whole, so that every implementation's come from the same run.
-    first = "; ".join(f"{name}: {why}" for name, why in sorted(flags.items()))
+    first = "; ".join(f"{name}: {flag.why}" for name, flag in sorted(flags.items()))
     reset()
     again = [run.impl for run in runs if not run.failure]  # a failure of the timer itself stands
     second = {run.name: run for run in time_interleaved(again, rule, random.Random(seed + 1), bounded=bounded,
@@ -48,7 +48,7 @@ def time_and_judge(impls: list[Repeatable], rule: TimingRule, seed: int, bounded
         if run.name not in second:
             continue
         if run.name in flags and not run.failure:
-            run.failure, run.status = f"{flags[run.name]} (so did a first run: {first})", TimingStatus.HIDDEN_WORK
+            run.failure, run.status = f"{flags[run.name].why} (so did a first run: {first})", flags[run.name].status
         seen = f"timed twice: the first run's clock bound flagged {first}"
         run.note = f"{run.note}; {seen}" if run.note else seen
     return merged
