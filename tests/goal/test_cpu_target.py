@@ -15,10 +15,12 @@ fresh processes), so sharing changes no trial's odds.
 initial kernel does the same work twice. Wall-clock timing of ms kernels measures the machine when other
 tenants oversubscribe its cores, so the test is skipped, saying so, on a machine loaded beyond its cores.
 Tenants outside this machine (a CI host's other virtual machines) do not show in its load average; they show
-in the runs' own noise. A missed 2x trial whose runs measured the ratio with a relative standard error above
-MAX_RATIO_ERROR is skipped, saying so: at that noise a 1.7x ratio sits within two standard errors of the
-1.2x target, so the goal is right not to call it met. The claim is made for quieter runs, and a miss on one
-of those fails the test.
+in the runs' own noise. Short bursts of other work on this machine pass under the load average (it lags a
+minute); the judge sees them: a run whose runners waited too long for a core is ``unverified``, and a miss of
+which every trial had such a run is skipped, saying so. A missed 2x trial whose runs measured the ratio with a
+relative standard error above MAX_RATIO_ERROR is skipped, saying so: at that noise a 1.7x ratio sits within two
+standard errors of the 1.2x target, so the goal is right not to call it met. The claim is made for quieter runs,
+and a miss on one of those fails the test.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ import pytest
 from quaere.evaluate import EvalOptions, run_evaluation
 from quaere.goal import MAX_CONFIRMATIONS, Expected, GoalState, check_goal, ratio_error
 from quaere.goal_render import render_goal
-from quaere.records import Evaluation
+from quaere.records import Evaluation, TimingStatus
 from quaere.store.records import EvaluationEntry, RunKind, Starter, TaskIdentity, TrustMode
 from quaere.task.loader import Task, load_task
 
@@ -82,11 +84,17 @@ def entry(evaluation: Evaluation, sequence: int, started_by: Starter) -> Evaluat
 
 
 class Outcome(NamedTuple):
-    """One trial: the goal's state, its text, and the noisiest ratio among the runs it judged."""
+    """One trial: the goal's state, its text, the noisiest ratio among the runs it judged, and whether a run's
+    timing was ``unverified`` (the judge found the machine too busy to check the claims)."""
 
     state: GoalState
     text: str
     ratio_error: float
+    too_busy: bool = False
+
+
+def too_busy(runs: list[Evaluation]) -> bool:
+    return any(t.status is TimingStatus.UNVERIFIED for run in runs for result in run.benchmarks for t in result.timings)
 
 
 def noisiest(runs: list[Evaluation]) -> float:
@@ -102,7 +110,8 @@ def trial(shipped: Task, evaluations: Callable[[int], Evaluation], first: int) -
     while status.state is GoalState.UNCONFIRMED and len(entries) <= MAX_CONFIRMATIONS:
         entries.append(entry(evaluations(first + len(entries)), len(entries) + 1, Starter.CONFIRMATION))
         status = check_goal(shipped.spec, entries, entries[0].evaluation.candidate_hash, PINNED, expected)
-    return Outcome(status.state, render_goal(status), noisiest([e.evaluation for e in entries]))
+    runs = [e.evaluation for e in entries]
+    return Outcome(status.state, render_goal(status), noisiest(runs), too_busy(runs))
 
 
 @pytest.fixture(scope="module")
@@ -148,6 +157,15 @@ def skip_if_loaded(failures: list[Outcome], peak: float) -> None:
                     f"(over {MAX_LOAD_PER_CORE}); first:\n{failures[0].text}")
 
 
+def skip_if_too_busy(missed: list[Outcome]) -> None:
+    """Misses whose runs the judge itself could not check (waits for a core past half the CPU-time bound's
+    slack: other work shared the cores) measured the machine, as in :func:`skip_if_loaded`, whose load average
+    lags by a minute and misses short bursts: skipped, saying so. One miss on a checked run fails the test."""
+    if missed and all(m.too_busy for m in missed) and not os.environ.get("QUAERE_TIME_ANYWAY"):
+        pytest.skip(f"{len(missed)} of {TRIALS} trials missed, each with a run the judge found too busy to check "
+                    f"(unverified); first:\n{missed[0].text}")
+
+
 def skip_if_noisy(missed: list[Outcome]) -> None:
     """Misses that all judged a run noisier than MAX_RATIO_ERROR measured the machine: skipped, saying so.
     One miss on quieter runs fails the test."""
@@ -172,5 +190,6 @@ def test_a_kernel_twice_as_fast_is_met_every_time(shipped: Task, options: EvalOp
     outcomes, peak = run_trials(shipped, evaluations)
     missed = [o for o in outcomes if o.state is not GoalState.MET]
     skip_if_loaded(missed, peak)
+    skip_if_too_busy(missed)
     skip_if_noisy(missed)
     assert not missed, f"{len(missed)} of {TRIALS} trials not met; first:\n{missed[0].text if missed else ''}"
