@@ -161,19 +161,15 @@
 #ifndef FAH_DEFER_M  // ... in MHA launches of at least this many query blocks (short ones lost up to 8%, stage 14)
 #define FAH_DEFER_M 32
 #endif
-#ifndef FAH_DEFER_PF  // deferring launches: while the last grouped wave runs, warm L2 with the deferred tiles' K/V
-#define FAH_DEFER_PF 0  // (1), and their Q (2); 0: off
+// A causal tile's first (diagonal) KV block, per consumer warpgroup, where its rows cannot see all of it (a warp vote
+// decides, so that ptxas keeps the wgmma pipeline; perf.md stage 16):
+#ifndef FAH_HD  // 1: causal D=128, rows that see only the block's first half: its S GEMM with N = BN/2 (the columns
+#define FAH_HD 1  // past it keep stale values, which the mask sets)
 #endif
-#ifndef FAH_HPV  // 1: a warpgroup whose rows see only the first half of the tile's diagonal KV block issues that
-#define FAH_HPV 0  // block's P V with half the k-steps (the other half's P are all masked to zero), causal D=128
-#endif
-#ifndef FAH_HD  // 1: ... and issues that block's S GEMM with N = BN/2 (columns BN/2.. keep stale values, masked)
-#define FAH_HD 1
-#endif
-#ifndef FAH_HPV64  // FAH_HPV at D=64
-#define FAH_HPV64 1  // (3-warpgroup kernel only: the 2-warpgroup one lost 1.2%, stage 16)
-#endif
-#ifndef FAH_HS  // 1: with FAH_HPV, that block's softmax and P conversion cover its first half only
+#ifndef FAH_HPV64  // 1: the 3-warpgroup D=64 kernel, the same rows: the block's P V with half the k-steps (the other
+#define FAH_HPV64 1  // half's P are masked to zero). Lost at D=128 (one warpgroup, a quarter block: -0.7 to -4%) and in the
+#endif           // 2-warpgroup D=64 kernel (-1.2%)
+#ifndef FAH_HS  // 1: with FAH_HPV64, that block's softmax and P conversion cover its first half only
 #define FAH_HS 1
 #endif
 #ifndef FAH_HZ  // 1: causal D=256, a warpgroup whose rows see no key of the tile's first KV block skips that block
@@ -187,6 +183,12 @@
 #endif
 
 namespace fah {
+
+// A width as a type, so that one lambda issues wgmmas of either width (their N is a template argument).
+template <int N>
+struct Cols {
+  static constexpr int value = N;
+};
 
 // ---------------------------------------------------------------- PTX wrappers
 __device__ __forceinline__ uint32_t smem_u32(const void* p) {
@@ -729,7 +731,7 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
                   const __grid_constant__ CUtensorMap tmV, const __grid_constant__ CUtensorMap tmO,
                   const Params p) {
   constexpr bool XT = kCrossTile<D, BN, STAGES, NWG, PINGPONG, CM>;
-  constexpr bool HPV = (D == 128 ? FAH_HPV : D == 64 ? FAH_HPV64 && NWG == 3 : 0) && BN == 128 && CM != 0 && MC == 0;
+  constexpr bool HPV = FAH_HPV64 && D == 64 && NWG == 3 && BN == 128 && CM != 0 && MC == 0;
   constexpr bool HS = FAH_HS && HPV;
   constexpr bool HD = FAH_HD && D == 128 && BN == 128 && CM != 0 && MC == 0 && !XT;
   constexpr bool HZ = FAH_HZ && D == 256 && CM != 0 && MC == 0 && !XT;
@@ -939,25 +941,6 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
               }
             }
           }
-#if FAH_DEFER && FAH_DEFER_PF
-          // The deferred tiles re-read K/V that left L2 with their head group, all in the launch's last waves:
-          // the grouped tile num_bh before the deferred ones warms head j's deferred K/V blocks (those of its
-          // longest deferred tile cover every level's), so the reads are spread over the wave before.
-          const int j = tile - num_bh * (p.num_m_blocks - defer - 1);
-          if (kDefer && defer > 0 && j >= 0 && j < num_bh) {
-            int db, dh, dm0, dn;
-            tile_info(num_bh * (p.num_m_blocks - defer) + j, db, dh, dm0, dn);
-            for (int it = 0; it < dn; ++it)
-#pragma unroll
-              for (int c = 0; c < DC; ++c) {
-                tma_prefetch_4d(&tmK, c * 64, dh / p.group, it * BN, db);
-                tma_prefetch_4d(&tmV, c * 64, dh / p.group, it * BN, db);
-              }
-            for (int l = 0; l < defer && FAH_DEFER_PF > 1; ++l)
-#pragma unroll
-              for (int c = 0; c < DC; ++c) tma_prefetch_4d(&tmQ, c * 64, dh, l * kBM, db);
-          }
-#endif
         }
       }
 #if FAH_PROBE
@@ -1009,30 +992,21 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
 
   float s[BN / 2];
   uint32_t pf[BN / 4];
-  auto gemm_s_at = [&](uint32_t q_base, uint32_t k_base) {
+  // S = Q K^T over the first N key columns of the block (N = BN, or BN / 2 for HD, whose columns past it keep stale
+  // values that the diagonal mask sets: they are past every row's limit).
+  auto gemm_s_at = [&](uint32_t q_base, uint32_t k_base, auto n_cols) {
     wgmma_fence();
     const uint32_t qlo = desc_lo(q_base + cw * 64 * 128, 16), klo = desc_lo(k_base, 16);
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk) {
       const uint64_t da = desc_at(qlo, (kk / 4) * kBM * 128 + (kk % 4) * 32, desc_hi(1024));
       const uint64_t db = desc_at(klo, (kk / 4) * BN * 128 + (kk % 4) * 32, desc_hi(1024));
-      wgmma_ss<BN>(s, da, db, kk > 0 ? 1 : 0);
+      wgmma_ss<decltype(n_cols)::value>(s, da, db, kk > 0 ? 1 : 0);
     }
     wgmma_commit();
   };
-  auto gemm_s = [&](int st, uint32_t q_base) { gemm_s_at(q_base, sK + st * L::KV_BYTES); };
-  // HD: the S columns BN/2.. of this GEMM keep stale values; the diagonal mask sets them (past every row's limit).
-  auto gemm_s_half = [&](int st, uint32_t q_base) {
-    wgmma_fence();
-    const uint32_t qlo = desc_lo(q_base + cw * 64 * 128, 16), klo = desc_lo(sK + st * L::KV_BYTES, 16);
-#pragma unroll
-    for (int kk = 0; kk < D / 16; ++kk) {
-      const uint64_t da = desc_at(qlo, (kk / 4) * kBM * 128 + (kk % 4) * 32, desc_hi(1024));
-      const uint64_t db = desc_at(klo, (kk / 4) * BN * 128 + (kk % 4) * 32, desc_hi(1024));
-      wgmma_ss<HD ? BN / 2 : BN>(s, da, db, kk > 0 ? 1 : 0);
-    }
-    wgmma_commit();
-  };
+  using FullWidth = Cols<BN>;
+  auto gemm_s = [&](int st, uint32_t q_base) { gemm_s_at(q_base, sK + st * L::KV_BYTES, FullWidth{}); };
   // XT: read tile q_next's slot and issue its first S GEMM (K block kv_next) into s. A tile without
   // keys, or the stop signal, gets the same GEMM on its own Q buffer as both operands (nothing writes
   // that buffer before the warpgroup releases it, after a wait): its result is never read, but a GEMM
@@ -1046,7 +1020,7 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
     const int st = kv_next % STAGES;
     if (keys) mbar_wait(barFullK(st), (kv_next / STAGES) & 1);
     const uint32_t q_base = sQ + qb * L::Q_BYTES;
-    gemm_s_at(q_base, keys ? sK + st * L::KV_BYTES : q_base);
+    gemm_s_at(q_base, keys ? sK + st * L::KV_BYTES : q_base, FullWidth{});
   };
   if (XT) advance(0, 0);
 
@@ -1146,7 +1120,7 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
           // HD: each path waits for its own GEMM, so that no pipeline stage spans the join (ptxas would
           // otherwise see the stale columns as non-wgmma definitions of an accumulator in flight, C7515).
           if (HD && half_pv) {
-            gemm_s_half(st, sQc);
+            gemm_s_at(sQc, sK + st * L::KV_BYTES, Cols<HD ? BN / 2 : BN>{});
             turn_end();
             finish_store();
             wgmma_wait<0>();
