@@ -134,7 +134,7 @@ class Timing(Record):
                                         "its previous reply) plus waits for a core, minus the claimed time (the "
                                         "CPU-time bound's input).")
     cpu_waits_ms: MaybeFloat = Field(default=math.nan, description="Native implementations of a CPU task: median "
-                                     "of the runner's waits for a core per call (past half the CPU-time bound's "
+                                     "of the runner's waits for a core per call (past twice the CPU-time bound's "
                                      "slack the bound cannot place them, and its verdict is at most 'unverified').")
     steal_share: MaybeFloat = Field(default=math.nan, description="Native implementations of a CPU task: share "
                                     "of the machine's CPU time the hypervisor took during the timed run (the "

@@ -158,14 +158,16 @@ def test_a_busy_machine_that_moves_the_trusted_kernels_median_neither_condemns_n
     assert doubt(honest, quiet_reference, CPU_RULE).status is TimingStatus.UNVERIFIED  # not condemned
 
 
-def test_waits_within_half_the_slack_leave_the_medians_to_judge() -> None:
-    reference = waited(impl([12.0] * 20, overhead=0.20, cpu_overhead=0.30), [0.09] * 20, claimed=False)
-    assert doubt(waited(impl([6.0] * 20, overhead=0.20, cpu_overhead=0.30), [0.09] * 20, claimed=False), reference,
+def test_waits_within_twice_the_slack_leave_the_medians_to_judge() -> None:
+    """Both runners waiting 0.39 ms a call outside their claims (a machine shared with a little other work): the
+    medians still judge, an honest kernel passes and a claim 8% short is caught."""
+    reference = waited(impl([12.0] * 20, overhead=0.20, cpu_overhead=0.30), [0.39] * 20, claimed=False)
+    assert doubt(waited(impl([6.0] * 20, overhead=0.20, cpu_overhead=0.30), [0.39] * 20, claimed=False), reference,
                  CPU_RULE) is None
-    assert doubt(impl([5.52] * 20, overhead=0.68, cpu_overhead=0.78), reference,
-                 CPU_RULE).status is TimingStatus.HIDDEN_WORK
-    # Just past half the slack (200 us), the same honest kernel is no longer judged by the medians alone.
-    busier = waited(impl([12.0] * 20, overhead=0.20, cpu_overhead=0.30), [0.11] * 20, claimed=False)
+    short = waited(impl([5.52] * 20, overhead=0.68, cpu_overhead=0.78), [0.39] * 20, claimed=False)
+    assert doubt(short, reference, CPU_RULE).status is TimingStatus.HIDDEN_WORK
+    # Just past twice the slack (200 us), the same honest kernel is no longer judged by the medians alone.
+    busier = waited(impl([12.0] * 20, overhead=0.20, cpu_overhead=0.30), [0.41] * 20, claimed=False)
     assert doubt(impl([6.0] * 20, overhead=0.20, cpu_overhead=0.30), busier, CPU_RULE).status is \
         TimingStatus.UNVERIFIED
 

@@ -158,7 +158,7 @@ def skip_if_loaded(failures: list[Outcome], peak: float) -> None:
 
 
 def skip_if_too_busy(missed: list[Outcome]) -> None:
-    """Misses whose runs the judge itself could not check (waits for a core past half the CPU-time bound's
+    """Misses whose runs the judge itself could not check (waits for a core past twice the CPU-time bound's
     slack: other work shared the cores) measured the machine, as in :func:`skip_if_loaded`, whose load average
     lags by a minute and misses short bursts: skipped, saying so. One miss on a checked run fails the test."""
     if missed and all(m.too_busy for m in missed) and not os.environ.get("QUAERE_TIME_ANYWAY"):

@@ -65,7 +65,7 @@ class TimingRule(Strict):
     the call, or a forged time). No effect on a GPU task or with threads allowed. Honest kernels 2.5x faster
     to 2x slower than the initial one differed from it by -271 to +113 us, a claim 8% short by +432 to +711
     us (2-core machine, idle and loaded, 2026-12-02: ``docs/runs/2026-12-02/cpu-bound``). Where the runners'
-    median wait for a core passes half of it, a claim it cannot catch for certain is ``unverified``
+    median wait for a core passes twice it, a claim it cannot catch for certain is ``unverified``
     (``docs/security.md``, "CPU tasks on a busy machine")."""
     cpu_rel: float = Field(default=0.02, ge=0)
     """Relative part of the same slack (a fraction of the candidate's median claimed time)."""
