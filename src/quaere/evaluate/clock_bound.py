@@ -29,7 +29,7 @@ WAITS_RESOLVED_SHARE = 2.0
 most this multiple of its slack (its resolution is then the slack plus about the waits). Past it a wait may fall in
 the claimed interval (and in the claim) or outside it (and in neither), and the medians jump by a scheduler slice
 between runs: on the 2-core development machine with two busy loops (2026-12-03) median waits of 0.3-8 ms (the
-trusted kernel's 0.9-4.6), its median of (CPU time + waits - claim) at 0.7-4.2 ms, an honest kernel once
+trusted kernel's 0.75-4.6), its median of (CPU time + waits - claim) at 0.7-4.2 ms, an honest kernel once
 ``hidden_work`` and a claim 8% short once ``measured`` in six evaluations each; on the quiet machine the median wait
 was 0-0.04 ms. Half the slack was tried first: a CI run beside another test session (waits 0.21-0.27 ms) then made
 an honest campaign ``unverified``, a cost the medians had not shown there."""
