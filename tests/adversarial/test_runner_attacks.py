@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from quaere.evaluate import EvalOptions, run_evaluation
-from quaere.evaluate.clock_bound import WAITS_RESOLVED_SHARE
+from quaere.evaluate.clock_bound import waits_resolved
 from quaere.records import BenchmarkResult, TimingStatus, Verdict
 from quaere.runner.sandbox import landlock_abi
 from quaere.task.loader import Task, load_task
@@ -153,8 +153,8 @@ def test_candidate_code_naming_the_runners_interpreter_fails_the_audit(task: Tas
 def busy(bench: BenchmarkResult, task: Task) -> bool:
     """Whether the runners waited for a core too long for the CPU-time bound to judge by its medians (the
     record's own figures, against the task's absolute slack): the bound then says at most ``unverified``."""
-    slack_ms = task.spec.timing.cpu_abs_ms
-    return max(bench.timing(n).cpu_waits_ms for n in ("candidate", "initial")) > WAITS_RESOLVED_SHARE * slack_ms
+    waits_ms = max(bench.timing(n).cpu_waits_ms for n in ("candidate", "initial"))
+    return not math.isnan(waits_ms) and not waits_resolved(waits_ms, task.spec.timing.cpu_abs_ms)
 
 
 def test_a_claim_8_percent_short_is_caught_by_the_runners_cpu_time(task: Task, cache: Path, one: Path,

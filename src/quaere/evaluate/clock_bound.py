@@ -35,6 +35,12 @@ was 0-0.04 ms. Half the slack was tried first: a CI run beside another test sess
 an honest campaign ``unverified``, a cost the medians had not shown there."""
 
 
+def waits_resolved(waits_ms: float, slack_ms: float) -> bool:
+    """Whether runners whose median wait for a core per call is ``waits_ms`` leave the CPU-time bound of slack
+    ``slack_ms`` to its medians (:data:`WAITS_RESOLVED_SHARE`); False past it, where it can say ``unverified``."""
+    return waits_ms <= WAITS_RESOLVED_SHARE * slack_ms
+
+
 @dataclass(frozen=True)
 class Doubt:
     """Why a runner's claims are not believed: ``hidden_work`` (they cannot be) or ``unverified`` (the judge could
@@ -163,7 +169,7 @@ def _cpu_doubt(impl: CallTimes, reference: CallTimes, slack_ms: float, steal_sha
     if not reference_ms >= 0 or math.isnan(impl_ms):
         return None
     waits_ms = max(impl.waits_ms(), reference.waits_ms())
-    if waits_ms <= WAITS_RESOLVED_SHARE * slack_ms:
+    if waits_resolved(waits_ms, slack_ms):
         excess_ms = impl_ms - reference_ms
         if excess_ms > slack_ms:
             return Doubt(TimingStatus.HIDDEN_WORK,
