@@ -1,15 +1,20 @@
 """The CPU task's goal target separates a real optimization from noise, over 20 trials of each:
 
 * the unchanged initial kernel reads UNMET every time;
-* a kernel exactly twice as fast reads MET every time.
+* a kernel doing half the work (twice as fast) reads MET every time.
 
-A trial is what a user does: one `quaere eval`, then `quaere goal --confirm` for as long as the goal asks
-for a confirming evaluation (at most MAX_CONFIRMATIONS), judged by the goal's own ``check_goal`` with the
-shipped task's target. Every evaluation is a real one (the system compiler, the judge, sandboxed runners,
-the shipped timing rule); to keep this affordable each is told about one correctness scenario and one
-benchmark configuration, and the goal is told that those are all the task has. Successive trials share
-evaluations (trial i confirms with evaluations i+1, i+2, ...): each is an independent draw (fresh seed,
-fresh processes), so sharing changes no trial's odds.
+A trial is what a user does: `quaere eval`, once more if the goal reads UNMET (the goal pools every full evaluation of
+a version, so the second does not replace the first: it joins it), then `quaere goal --confirm` for as long as the
+goal asks for a confirming evaluation (at most MAX_CONFIRMATIONS), judged by the goal's own ``check_goal`` with the
+shipped task's target. The second evaluation is there because one evaluation can be wrong by more than its own error
+bar: on a CI virtual machine whose neighbours load the host (no wait for a core, no load this machine could see), one
+run of the 2x kernel measured 1.344x +-6.4% (CI of f676cf3, 2026-12-03), where quiet runs measure 1.75-2.06x
+(development machine, 12 runs); pooled with a quiet second run (1.8x) its median is 1.57x, clear of the target. The
+unchanged kernel gets the same second look, and pooling it only brings it closer to its true 1.0x. Every evaluation is
+a real one (the system compiler, the judge, sandboxed runners, the shipped timing rule); to keep this affordable each
+is told about one correctness scenario and one benchmark configuration, and the goal is told that those are all the
+task has. Successive trials share evaluations (trial i confirms with evaluations i+1, i+2, ...): each is an
+independent draw (fresh seed, fresh processes), so sharing changes no trial's odds.
 
 "Twice as fast": the candidate is the shipped initial kernel, timed against a copy of the task whose
 initial kernel does the same work twice. Wall-clock timing of ms kernels measures the machine when other
@@ -36,7 +41,7 @@ from typing import NamedTuple
 import pytest
 
 from quaere.evaluate import EvalOptions, run_evaluation
-from quaere.goal import MAX_CONFIRMATIONS, Expected, GoalState, check_goal, ratio_error
+from quaere.goal import MAX_CONFIRMATIONS, Expected, GoalState, GoalStatus, check_goal, ratio_error
 from quaere.goal_render import render_goal
 from quaere.records import Evaluation, TimingStatus
 from quaere.store.records import EvaluationEntry, RunKind, Starter, TaskIdentity, TrustMode
@@ -49,6 +54,8 @@ CONFIG = "bench-r2048-c512"
 SCENARIO = {"id": "small", "params": {"rows": 3, "cols": 7, "scale": 1.0, "offset": 0.0}}
 PINNED = "p" * 64
 MAX_LOAD_PER_CORE = 1.0
+CALLER_EVALUATIONS = 2
+"""Evaluations a trial's user starts before giving up on an UNMET reading (the module docstring says why)."""
 MAX_RATIO_ERROR = 0.12
 """The ratio noise the 2x claim is made for: 1.7 / (1 + MARGIN_K * 0.12) = 1.37, clear of the 1.2x target.
 Seen on the 2-core development machine: 0.01-0.21; the CI failure of 2026-12-01 had 0.155."""
@@ -103,13 +110,22 @@ def noisiest(runs: list[Evaluation]) -> float:
 
 
 def trial(shipped: Task, evaluations: Callable[[int], Evaluation], first: int) -> Outcome:
-    """The goal after evaluation ``first`` and the confirmations it asks for (evaluations first+1, ...)."""
+    """The goal after evaluation ``first``, a second caller's evaluation if it read UNMET, and the
+    confirmations it then asks for (evaluations first+1, ...)."""
     expected = Expected(correctness=(SCENARIO["id"],), benchmarks=(CONFIG,))
-    entries = [entry(evaluations(first), 1, Starter.CALLER)]
-    status = check_goal(shipped.spec, entries, evaluations(first).candidate_hash, PINNED, expected)
-    while status.state is GoalState.UNCONFIRMED and len(entries) <= MAX_CONFIRMATIONS:
-        entries.append(entry(evaluations(first + len(entries)), len(entries) + 1, Starter.CONFIRMATION))
-        status = check_goal(shipped.spec, entries, entries[0].evaluation.candidate_hash, PINNED, expected)
+    entries: list[EvaluationEntry] = []
+
+    def evaluate(started_by: Starter) -> GoalStatus:
+        entries.append(entry(evaluations(first + len(entries)), len(entries) + 1, started_by))
+        return check_goal(shipped.spec, entries, entries[0].evaluation.candidate_hash, PINNED, expected)
+
+    status = evaluate(Starter.CALLER)
+    while status.state is GoalState.UNMET and len(entries) < CALLER_EVALUATIONS:
+        status = evaluate(Starter.CALLER)
+    confirmations = 0
+    while status.state is GoalState.UNCONFIRMED and confirmations < MAX_CONFIRMATIONS:
+        confirmations += 1
+        status = evaluate(Starter.CONFIRMATION)
     runs = [e.evaluation for e in entries]
     return Outcome(status.state, render_goal(status), noisiest(runs), too_busy(runs))
 
