@@ -19,6 +19,10 @@ from quaere.goal import (
 )
 from quaere.messages import failure_lines
 
+POOL_HINT = ("every miss reaches its target but not by the margin: one run can be off by more than its error bar, "
+             "and another `quaere eval` of this version is pooled with these (never instead of them)")
+"""Said when only margins are missed: the goal's answer to one unlucky run is another one pooled with it."""
+
 
 def _fmt_ratio(value: float) -> str:
     return f"{value:.3f}x" if math.isfinite(value) else "n/a"
@@ -71,6 +75,12 @@ def _unmeasured(status: GoalStatus) -> str | None:
             f"{status.candidate_hash[:12]} was only built and audited: evaluate it where the task's device is")
 
 
+def _only_margins(status: GoalStatus) -> bool:
+    """Whether every pooled miss is a known margin over a reached target, and nothing else is wrong."""
+    return not (status.failing_scenarios or status.problems) and all(
+        m.shortfall is Shortfall.WITHIN_MARGIN and math.isfinite(m.ratio_error) for m in status.failing_benchmarks)
+
+
 def _details(status: GoalStatus) -> list[str]:
     lines: list[str] = []
     if status.failing_scenarios:
@@ -81,6 +91,7 @@ def _details(status: GoalStatus) -> list[str]:
     if status.failing_benchmarks:
         lines.append(f"benchmarks: {len(status.failing_benchmarks)} of {status.benchmarks_checked} target checks fail")
         lines += [benchmark_line(m) for m in status.failing_benchmarks]
+        lines += [POOL_HINT] if _only_margins(status) else []
     elif status.benchmarks_checked:
         lines.append(
             f"benchmarks: all {status.benchmarks_checked} target checks reached with a margin of "

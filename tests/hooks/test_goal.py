@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 from quaere.goal import MARGIN_K, MAX_CONFIRMATIONS, SE_PER_IQR, Expected, GoalState, Shortfall, check_goal
-from quaere.goal_render import render_goal
+from quaere.goal_render import POOL_HINT, render_goal
 from quaere.goal_source import StoreGoal
 from quaere.records import TimingStatus, Verdict
 from quaere.store.records import PartialReason
@@ -49,6 +49,7 @@ def test_per_scenario_never_an_average():
     [miss] = status.failing_benchmarks
     assert (miss.scenario_id, miss.shortfall) == ("b2", Shortfall.BELOW_TARGET) and math.isclose(miss.ratio, 1.2)
     assert "b2: 1.200x" in render_goal(status) and "target 1.500x" in render_goal(status)
+    assert POOL_HINT not in render_goal(status)  # below the target itself: another run is no answer
 
 
 def test_a_ratio_above_target_by_less_than_its_margin_does_not_count():
@@ -58,7 +59,7 @@ def test_a_ratio_above_target_by_less_than_its_margin_does_not_count():
     [miss] = status.failing_benchmarks
     error = math.hypot(SE_PER_IQR * 0.05, SE_PER_IQR * 0.05 / 1.6)
     assert miss.shortfall is Shortfall.WITHIN_MARGIN and math.isclose(miss.lower_ratio, 1.6 / (1 + MARGIN_K * error))
-    assert "after the margin" in render_goal(status)
+    assert "after the margin" in render_goal(status) and POOL_HINT in render_goal(status)
     clear = judge(entry(evaluation("h1", benchmarks=[bench("b1", 1.0, 1.6, 0.01)])))
     assert clear.state is GoalState.UNCONFIRMED  # 1.6 / (1 + 2 * 0.011) >= 1.5
 
