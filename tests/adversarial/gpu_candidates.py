@@ -227,14 +227,35 @@ __global__ void hidden_spin(unsigned long long ns) {{
     return status;
 }}
 """,
+    # A host function queued on the caller's stream: the CUDA driver runs it on a thread of its own, which may have
+    # been started before the runner locked itself in (seccomp and Landlock bind the thread that installs them and
+    # the threads it starts later). It writes a file outside the runner's scratch folder.
+    "host_callback": f"""
+#include <fcntl.h>
+#include <unistd.h>
+static void CUDART_CB escape(void* path) {{
+    const int fd = open(static_cast<const char*>(path), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd >= 0) {{
+        if (write(fd, "escaped\\n", 8) != 8) {{}}
+        close(fd);
+    }}
+}}
+{SIGNATURE} {{
+    const int status = {CALL};
+    cudaLaunchHostFunc((cudaStream_t)stream, escape, (void*)"@TARGET@");
+    return status;
+}}
+""",
 }
 
 
-def write_gpu_candidate(folder: Path, attack: str) -> Path:
+def write_gpu_candidate(folder: Path, attack: str, target: Path | None = None) -> Path:
+    """``folder/<attack>.cu``: the shipped kernel plus the attack, ``@TARGET@`` replaced by ``target``."""
     source = KERNEL.read_text()
     if source.count(ENTRY) != 1:
         raise ValueError(f"{KERNEL}: expected one '{ENTRY}'")
     honest = source.replace(ENTRY, 'static int honest_forward(')
+    attack_source = ATTACKS[attack] if target is None else ATTACKS[attack].replace("@TARGET@", str(target))
     path = folder / f"{attack}.cu"
-    path.write_text(honest + "\n" + ATTACKS[attack])
+    path.write_text(honest + "\n" + attack_source)
     return path

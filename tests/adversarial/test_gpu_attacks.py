@@ -98,3 +98,16 @@ def test_content_memoization_gains_nothing(fa_task, options: EvalOptions, tmp_pa
     for config, (status, ratio) in rows.items():
         assert status == TimingStatus.MEASURED.value, (config, status)
         assert ratio < 1.05 * honest[config][1], (config, ratio, honest[config])
+
+
+def test_a_host_function_the_candidate_queues_runs_inside_the_sandbox(fa_task, options: EvalOptions,
+                                                                     tmp_path: Path) -> None:
+    """The CUDA driver runs a host function on a thread of its own; if that thread was started before the runner
+    locked itself in, seccomp and Landlock (which bind the installing thread and those it starts) do not hold
+    there. The function writes outside the scratch folder: the file must not appear, whatever the verdict."""
+    target = tmp_path / "escaped.txt"
+    quick = options.model_copy(update={"benchmark": False})
+    evaluation = run_evaluation(fa_task, write_gpu_candidate(tmp_path, "host_callback", target), quick)
+    print(f"\nhost_callback ({evaluation.isolation.summary}): "
+          f"{sorted({v.verdict.value for v in evaluation.correctness})}")
+    assert not target.exists(), target.read_text()

@@ -123,6 +123,13 @@ def test_the_judge_survives_a_candidate_that_kills_it(task: Task, cache: Path, t
     assert [v.verdict for v in evaluation.correctness] == [Verdict.SANDBOX_VIOLATION] * 2
 
 
+def test_the_candidate_cannot_slow_the_judge(task: Task, cache: Path, two: Path, tmp_path: Path) -> None:
+    # The judge times the trusted implementations and runs as the candidate's user: a lower priority, one core or
+    # the idle class would make them slower on a loaded machine, and the candidate faster by comparison.
+    evaluation = run_evaluation(task, write_candidate(tmp_path, "slow_the_judge"), quick(cache, two))
+    assert evaluation.correct, [v.detail for v in evaluation.correctness]
+
+
 def test_python_rewritten_by_the_candidate_cannot_skip_the_work(task: Task, cache: Path, two: Path,
                                                                 tmp_path: Path) -> None:
     """The runner's replies are claims: outputs are read in the judge's own mapping."""

@@ -1,11 +1,13 @@
 """What the runner locks itself into before it loads the candidate: seccomp, Landlock, no new privileges.
 
 * **seccomp** (a BPF filter, irrevocable once installed): no new processes (fork, vfork, clone without
-  ``CLONE_THREAD``, exec), no new threads unless the policy allows them, no ptrace or cross-process memory
-  access, no io_uring (it bypasses seccomp), no signals to other processes, no timers that would run
-  candidate code outside its call, no ``PR_SET_DUMPABLE`` (the judge must keep reading the runner's maps).
-  A forbidden call kills the whole process with SIGSYS: the judge names it ``sandbox_violation``.
-  ``clone3`` answers ENOSYS, so glibc falls back to ``clone``, whose flags the filter can read.
+  ``CLONE_THREAD``, exec), no new threads unless the policy allows them, no ptrace or cross-process memory access,
+  no io_uring (it bypasses seccomp), no signals to other processes (by any of the four calls that send one), no
+  timers that would run candidate code outside its call, no ``PR_SET_DUMPABLE`` (the judge must keep reading the
+  runner's maps). Such a call kills the whole process with SIGSYS: the judge names it ``sandbox_violation``.
+  Refused with EPERM instead, since a library may try them: a scheduling class or real-time priority, a negative
+  nice, any change to another process's priority, cores, limits or memory placement, and typing into a terminal
+  (``TIOCSTI``). ``clone3`` answers ENOSYS, so glibc falls back to ``clone``, whose flags the filter can read.
 * **Landlock** (unprivileged file-system confinement, Linux >= 5.13): reads only under the listed roots
   (system and Python folders, the built kernel), writes only under the scratch folder and ``/dev``; no
   TCP; with ABI >= 6, no signals to processes outside the sandbox.
@@ -43,26 +45,52 @@ RET_K = 0x06
 
 AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
 
-# Syscalls always forbidden (the process dies): process creation, exec, tracing, cross-process memory,
-# io_uring, timers and the like. Numbers per architecture; aarch64 has no fork/vfork/alarm.
-FORBIDDEN = {
-    "x86_64": {"fork": 57, "vfork": 58, "execve": 59, "execveat": 322, "ptrace": 101,
-               "process_vm_readv": 310, "process_vm_writev": 311, "tkill": 200, "pidfd_open": 434,
-               "pidfd_send_signal": 424, "pidfd_getfd": 438, "io_uring_setup": 425, "io_uring_enter": 426,
-               "io_uring_register": 427, "alarm": 37, "setitimer": 38, "timer_create": 222, "bpf": 321,
-               "perf_event_open": 298, "userfaultfd": 323, "unshare": 272, "setns": 308, "mount": 165,
-               "chroot": 161, "kcmp": 312, "process_madvise": 440, "setsid": 112, "setpgid": 109},
-    "aarch64": {"execve": 221, "execveat": 281, "ptrace": 117, "process_vm_readv": 270,
-                "process_vm_writev": 271, "tkill": 130, "pidfd_open": 434, "pidfd_send_signal": 424,
-                "pidfd_getfd": 438, "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
-                "setitimer": 103, "timer_create": 107, "bpf": 280, "perf_event_open": 241, "userfaultfd": 282,
-                "unshare": 97, "setns": 268, "mount": 40, "chroot": 51, "kcmp": 272, "process_madvise": 440,
-                "setsid": 157, "setpgid": 154},
+# Syscall numbers, (x86_64, aarch64); None where the architecture has no such call.
+NR: dict[str, tuple[int | None, int | None]] = {
+    "fork": (57, None), "vfork": (58, None), "execve": (59, 221), "execveat": (322, 281), "ptrace": (101, 117),
+    "process_vm_readv": (310, 270), "process_vm_writev": (311, 271), "tkill": (200, 130), "pidfd_open": (434, 434),
+    "pidfd_send_signal": (424, 424), "pidfd_getfd": (438, 438), "io_uring_setup": (425, 425),
+    "io_uring_enter": (426, 426), "io_uring_register": (427, 427), "alarm": (37, None), "setitimer": (38, 103),
+    "timer_create": (222, 107), "bpf": (321, 280), "perf_event_open": (298, 241), "userfaultfd": (323, 282),
+    "unshare": (272, 97), "setns": (308, 268), "mount": (165, 40), "chroot": (161, 51), "kcmp": (312, 272),
+    "process_madvise": (440, 440), "setsid": (112, 157), "setpgid": (109, 154),
+    "clone": (56, 220), "clone3": (435, 435), "prctl": (157, 167), "ioctl": (16, 29),
+    "kill": (62, 129), "tgkill": (234, 131), "rt_sigqueueinfo": (129, 138), "rt_tgsigqueueinfo": (297, 240),
+    "sched_setparam": (142, 118), "sched_setscheduler": (144, 119), "sched_setattr": (314, 274),
+    "sched_setaffinity": (203, 122), "prlimit64": (302, 261), "migrate_pages": (256, 238), "move_pages": (279, 239),
+    "setpriority": (141, 140), "ioprio_set": (251, 30),
 }
-CONDITIONAL = {
-    "x86_64": {"clone": 56, "clone3": 435, "kill": 62, "tgkill": 234, "prctl": 157},
-    "aarch64": {"clone": 220, "clone3": 435, "kill": 129, "tgkill": 131, "prctl": 167},
-}
+ARCHES = ("x86_64", "aarch64")
+# Always forbidden (the process dies): process creation, exec, tracing, cross-process memory, io_uring, timers and
+# the like.
+FORBIDDEN = ("fork", "vfork", "execve", "execveat", "ptrace", "process_vm_readv", "process_vm_writev", "tkill",
+             "pidfd_open", "pidfd_send_signal", "pidfd_getfd", "io_uring_setup", "io_uring_enter", "io_uring_register",
+             "alarm", "setitimer", "timer_create", "bpf", "perf_event_open", "userfaultfd", "unshare", "setns", "mount",
+             "chroot", "kcmp", "process_madvise", "setsid", "setpgid")
+# Calls that send a signal to the process (or thread group) named by their first argument: allowed only to this
+# process, else the process dies. Landlock (ABI >= 6) scopes signals too, but older kernels lack it.
+SIGNALS = ("kill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo")
+# Scheduling classes and real-time priorities, for this process or another: always EPERM (not death: a library may
+# try). The judge and the trusted kernel's runner run as the candidate's user, so it could move them to the idle
+# class (slower on a loaded machine, the candidate faster by comparison), and as root itself to a real-time one.
+SCHEDULING = ("sched_setparam", "sched_setscheduler", "sched_setattr")
+# Calls that change where or within which limits the process named by their first argument (0: the caller) runs:
+# EPERM on another process (a core of its own, a lower limit: the same reasons).
+PLACEMENT = ("sched_setaffinity", "prlimit64", "migrate_pages", "move_pages")
+# Priorities: the kind of target the first argument must name, and a mask the third argument must not set. Only
+# (this kind, 0 or this process) passes: setpriority's PRIO_PROCESS is 0, and a negative nice (raising this process
+# above the trusted ones, as root) is refused too; ioprio_set's IOPRIO_WHO_PROCESS is 1.
+PRIORITY = {"setpriority": (0, 0x80000000), "ioprio_set": (1, 0)}
+# ioctl requests refused with EPERM: typing into a terminal (TIOCSTI; allowed to root on any terminal, and Landlock
+# lets the runner open /dev/pts/* for writing) and the console's TIOCLINUX, whose selection paste does the same.
+TERMINAL_INPUT = (0x5412, 0x541C)
+EPERM = 1
+
+
+def syscall_numbers(arch: str, names: tuple[str, ...]) -> list[int]:
+    """The numbers of ``names`` on ``arch`` (one of :data:`ARCHES`), leaving out the calls it does not have."""
+    column = ARCHES.index(arch)
+    return [nr for nr in (NR[name][column] for name in names) if nr is not None]
 
 
 @dataclass(frozen=True)
@@ -113,28 +141,48 @@ def seccomp_program(arch: str, pid: int, threads: bool) -> bytes:
     """The filter as raw ``sock_filter`` structs (pure; tested without installing it)."""
     if arch not in AUDIT_ARCH:
         raise OSError(f"no seccomp policy for architecture {arch}")
-    nrs, cond = FORBIDDEN[arch], CONDITIONAL[arch]
+    column = ARCHES.index(arch)
+    nr = {name: number for name, numbers in NR.items() if (number := numbers[column]) is not None}
     kill, allow = _stmt(RET_K, RET_KILL_PROCESS), _stmt(RET_K, RET_ALLOW)
-    load_nr = _stmt(LD_W_ABS, 0)
-    body = [_stmt(LD_W_ABS, 4), _stmt(JEQ_K, AUDIT_ARCH[arch], 1, 0), kill, load_nr]
+    body = [_stmt(LD_W_ABS, 4), _stmt(JEQ_K, AUDIT_ARCH[arch], 1, 0), kill, _stmt(LD_W_ABS, 0)]
     if arch == "x86_64":  # the x32 ABI numbers syscalls from 0x40000000: refuse it whole
         body += [_stmt(0x35, 0x40000000, 0, 1), kill]  # JGE
-    for nr in nrs.values():
-        body += [_stmt(JEQ_K, nr, 0, 1), kill]
-    body += [_stmt(JEQ_K, cond["clone3"], 0, 1), _stmt(RET_K, RET_ERRNO | ENOSYS)]
+    for number in syscall_numbers(arch, FORBIDDEN):
+        body += [_stmt(JEQ_K, number, 0, 1), kill]
+    body += [_stmt(JEQ_K, nr["clone3"], 0, 1), _stmt(RET_K, RET_ERRNO | ENOSYS)]
     # clone: a thread (CLONE_THREAD set) when allowed, nothing else.
     thread_action = allow if threads else kill
-    body += [_stmt(JEQ_K, cond["clone"], 0, 4), _stmt(LD_W_ABS, _arg_low(0)), _stmt(JSET_K, CLONE_THREAD, 0, 1),
+    body += [_stmt(JEQ_K, nr["clone"], 0, 4), _stmt(LD_W_ABS, _arg_low(0)), _stmt(JSET_K, CLONE_THREAD, 0, 1),
              thread_action, kill]
-    # kill / tgkill: only to this process (the first argument is its pid or thread-group id).
-    for name in ("kill", "tgkill"):
-        body += [_stmt(JEQ_K, cond[name], 0, 4), _stmt(LD_W_ABS, _arg_low(0)), _stmt(JEQ_K, pid, 0, 1), allow,
-                 kill]
+    # Signals: only to this process (the first argument is its pid or thread-group id).
+    for number in syscall_numbers(arch, SIGNALS):
+        body += [_stmt(JEQ_K, number, 0, 4), _stmt(LD_W_ABS, _arg_low(0)), _stmt(JEQ_K, pid, 0, 1), allow, kill]
+    body += _refusals(arch, nr, pid)
     # prctl: never make this process undumpable or name a ptracer.
-    body += [_stmt(JEQ_K, cond["prctl"], 0, 5), _stmt(LD_W_ABS, _arg_low(0)), _stmt(JEQ_K, PR_SET_DUMPABLE, 2, 0),
+    body += [_stmt(JEQ_K, nr["prctl"], 0, 5), _stmt(LD_W_ABS, _arg_low(0)), _stmt(JEQ_K, PR_SET_DUMPABLE, 2, 0),
              _stmt(JEQ_K, PR_SET_PTRACER, 1, 0), allow, kill]
     body.append(allow)
     return b"".join(body)
+
+
+def _refusals(arch: str, nr: dict[str, int], pid: int) -> list[bytes]:
+    """The EPERM rules: scheduling classes, other processes' placement and priority, typing into a terminal. Each
+    block starts on the syscall number in the accumulator and returns, so the next block sees it too."""
+    allow, deny = _stmt(RET_K, RET_ALLOW), _stmt(RET_K, RET_ERRNO | EPERM)
+    body: list[bytes] = []
+    for number in syscall_numbers(arch, SCHEDULING):
+        body += [_stmt(JEQ_K, number, 0, 1), deny]
+    for number in syscall_numbers(arch, PLACEMENT):  # the target in the first argument: 0 or this process
+        body += [_stmt(JEQ_K, number, 0, 5), _stmt(LD_W_ABS, _arg_low(0)), _stmt(JEQ_K, 0, 1, 0),
+                 _stmt(JEQ_K, pid, 0, 1), allow, deny]
+    for name, (kind, refused) in PRIORITY.items():  # (kind, target, value): this kind, 0 or this process
+        body += [_stmt(JEQ_K, nr[name], 0, 9), _stmt(LD_W_ABS, _arg_low(0)), _stmt(JEQ_K, kind, 0, 6),
+                 _stmt(LD_W_ABS, _arg_low(1)), _stmt(JEQ_K, 0, 1, 0), _stmt(JEQ_K, pid, 0, 3),
+                 _stmt(LD_W_ABS, _arg_low(2)), _stmt(JSET_K, refused, 1, 0), allow, deny]
+    body += [_stmt(JEQ_K, nr["ioctl"], 0, 2 + 2 * len(TERMINAL_INPUT)), _stmt(LD_W_ABS, _arg_low(1))]
+    for request in TERMINAL_INPUT:
+        body += [_stmt(JEQ_K, request, 0, 1), deny]
+    return [*body, allow]
 
 
 def _install_seccomp(program: bytes) -> None:

@@ -1,0 +1,93 @@
+"""The runner's seccomp filter alone (Landlock off, as on a kernel without it), installed in a real child process:
+what candidate code may still do to its own process, and what it may not do to others (the judge, here the test)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+PROBE = r"""
+import ctypes, fcntl, json, os, sys, termios
+from quaere.runner import sandbox
+
+parent = os.getppid()
+_, terminal = os.openpty()
+applied = sandbox.apply(sandbox.Policy(seccomp=True, landlock=False))
+assert applied.seccomp, applied.notes
+libc = ctypes.CDLL(None, use_errno=True)
+
+
+def outcome(call):
+    try:
+        call()
+        return "ok"
+    except OSError as exc:
+        return os.strerror(exc.errno)
+
+
+cores, nice = os.sched_getaffinity(0), os.getpriority(os.PRIO_PROCESS, 0)
+print(json.dumps({
+    "renice_self_down": outcome(lambda: os.setpriority(os.PRIO_PROCESS, 0, nice + 1)),
+    "renice_self_up": outcome(lambda: os.setpriority(os.PRIO_PROCESS, 0, -5)),
+    "renice_parent": outcome(lambda: os.setpriority(os.PRIO_PROCESS, parent, nice + 1)),
+    "renice_group": outcome(lambda: os.setpriority(os.PRIO_PGRP, os.getpgid(parent), nice + 1)),
+    "cores_self": outcome(lambda: os.sched_setaffinity(0, cores)),
+    "cores_parent": outcome(lambda: os.sched_setaffinity(parent, {min(cores)})),
+    "idle_class_self": outcome(lambda: os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))),
+    "idle_class_parent": outcome(lambda: os.sched_setscheduler(parent, os.SCHED_IDLE, os.sched_param(0))),
+    "type_into_terminal": outcome(lambda: fcntl.ioctl(terminal, termios.TIOCSTI, b"x")),
+    "terminal_size": outcome(lambda: fcntl.ioctl(terminal, termios.TIOCGWINSZ, bytes(8))),
+}), flush=True)
+if sys.argv[1] == "sigqueue":  # a queued signal (0: only a permission check) to another process
+    libc.sigqueue(parent, 0, ctypes.c_void_p(0))
+else:  # the filter's last rule, after every other: this process made undumpable
+    libc.prctl(4, 0, 0, 0, 0)
+print("alive", flush=True)
+"""
+
+
+@pytest.fixture(scope="module")
+def probe() -> tuple[dict[str, str], subprocess.CompletedProcess[str]]:
+    return run_probe("sigqueue")
+
+
+def run_probe(last: str) -> tuple[dict[str, str], subprocess.CompletedProcess[str]]:
+    """The probe's results and its process, ended by ``last`` (a call the filter must kill it for)."""
+    before = (os.getpriority(os.PRIO_PROCESS, 0), os.sched_getaffinity(0), os.sched_getscheduler(0))
+    done = subprocess.run([sys.executable, "-c", PROBE, last], capture_output=True, text=True, timeout=60)
+    assert (os.getpriority(os.PRIO_PROCESS, 0), os.sched_getaffinity(0), os.sched_getscheduler(0)) == before
+    first = done.stdout.splitlines()[0] if done.stdout else ""
+    assert first.startswith("{"), done.stderr
+    return json.loads(first), done
+
+
+def test_another_process_cannot_be_reniced_moved_to_one_core_or_to_the_idle_class(probe) -> None:
+    results, _ = probe
+    others = ("renice_parent", "renice_group", "cores_parent", "idle_class_parent")
+    assert {k: results[k] for k in others} == dict.fromkeys(others, os.strerror(1))  # EPERM, even for root
+
+
+def test_the_runner_may_lower_its_own_priority_and_keep_its_cores_but_not_rise_or_change_class(probe) -> None:
+    results, _ = probe
+    assert (results["renice_self_down"], results["cores_self"]) == ("ok", "ok")
+    assert (results["renice_self_up"], results["idle_class_self"]) == (os.strerror(1), os.strerror(1))
+
+
+def test_a_terminal_cannot_be_typed_into_but_still_answers_other_requests(probe) -> None:
+    results, _ = probe
+    assert (results["type_into_terminal"], results["terminal_size"]) == (os.strerror(1), "ok")
+
+
+def test_a_queued_signal_to_another_process_kills_the_sender(probe) -> None:
+    _, done = probe
+    assert done.returncode == -signal.SIGSYS and "alive" not in done.stdout, (done.returncode, done.stdout)
+
+
+def test_the_rules_after_these_still_hold() -> None:
+    _, done = run_probe("dumpable")
+    assert done.returncode == -signal.SIGSYS and "alive" not in done.stdout, (done.returncode, done.stdout)
