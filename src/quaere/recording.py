@@ -63,6 +63,8 @@ def record_evaluation(
     identity = identity_of(task)
     pinned = identity.sha256 == registration.task.sha256
     identity = registration.task if pinned else identity  # the store's copy is named as it was pinned
+    # The keys are never a runner's to read, wherever the store lies (a service's is under /var/lib, a read root).
+    options = options.model_copy(update={"unreadable": (*options.unreadable, store.keys_dir)})
     evaluation = evaluate(task, candidate, options, progress)
     kind, reasons = classify(options, pinned, evaluation)
     return store.append(

@@ -118,6 +118,21 @@ def test_secrets_outside_the_read_roots_cannot_be_read(task: Task, cache: Path, 
     assert evaluation.correct, [v.detail for v in evaluation.correctness]
 
 
+@needs_landlock
+def test_a_folder_named_unreadable_cannot_be_read_even_beneath_a_read_root(task: Task, cache: Path, two: Path,
+                                                                          tmp_path: Path, monkeypatch) -> None:
+    # The evaluator service's keys lie under /var/lib, a read root, and its runners run as the keys' owner.
+    keys = tmp_path / "lib" / "store" / "keys"
+    keys.mkdir(parents=True)
+    (keys / "private").write_text("private")
+    monkeypatch.setenv("LD_LIBRARY_PATH", str(tmp_path / "lib"))  # each of its folders is a read root
+    candidate = write_candidate(tmp_path, "read_secret", keys / "private")
+    exposed = run_evaluation(task, candidate, quick(cache, two))
+    assert {v.detail for v in exposed.correctness} == {"entry point returned 78"}  # the premise: it is a read root
+    guarded = run_evaluation(task, candidate, quick(cache, two).model_copy(update={"unreadable": (keys,)}))
+    assert guarded.correct, [v.detail for v in guarded.correctness]
+
+
 def test_the_judge_survives_a_candidate_that_kills_it(task: Task, cache: Path, two: Path, tmp_path: Path) -> None:
     evaluation = run_evaluation(task, write_candidate(tmp_path, "kill_parent"), quick(cache, two))
     assert [v.verdict for v in evaluation.correctness] == [Verdict.SANDBOX_VIOLATION] * 2

@@ -35,8 +35,10 @@ def _existing(paths: Iterable[str]) -> list[str]:
     return list(seen)
 
 
-def read_roots(libraries: Iterable[str], env: Mapping[str, str], cwd: str) -> tuple[str, ...]:
-    """Folders the runner may read: system, Python, quaere, CUDA, and each library's own folder.
+def read_roots(libraries: Iterable[str], env: Mapping[str, str], cwd: str,
+               unreadable: Iterable[str] = ()) -> tuple[str, ...]:
+    """Folders the runner may read: system, Python, quaere, CUDA, and each library's own folder, less every
+    folder of ``unreadable`` (:func:`carve`).
 
     ``cwd`` (where ``quaere eval`` was started, often the workspace) is left out even when it is on
     ``sys.path``: the runner starts in its scratch folder and never needs it.
@@ -47,7 +49,36 @@ def read_roots(libraries: Iterable[str], env: Mapping[str, str], cwd: str) -> tu
     cuda = [env.get("CUDA_HOME", ""), "/usr/local/cuda", "/usr/local/nvidia"]
     library_paths = env.get("LD_LIBRARY_PATH", "").split(":")
     own = [os.path.dirname(os.path.realpath(lib)) for lib in libraries]
-    return tuple(_existing([*SYSTEM_READ_ROOTS, *python, *path_entries, *package, *cuda, *library_paths, *own]))
+    roots = _existing([*SYSTEM_READ_ROOTS, *python, *path_entries, *package, *cuda, *library_paths, *own])
+    for secret in unreadable:
+        roots = [kept for root in roots for kept in carve(Path(root), Path(os.path.realpath(secret)))]
+    return tuple(dict.fromkeys(roots))
+
+
+def carve(root: Path, secret: Path) -> list[str]:
+    """``root`` (a real path) as folders that together hold everything beneath it except ``secret`` (a real path):
+    ``root`` itself when ``secret`` is not beneath it, nothing when it is at or beneath ``secret``, else its other
+    folders and, carved in turn, the one on the way to ``secret``. A Landlock rule grants a whole tree, so a secret
+    beneath a read root (the service's keys under ``/var/lib``) is cut out by granting its siblings instead. Left
+    out with the secret: plain files directly in a folder on the way (a rule on a folder is all the runner gets),
+    a link that leads into the secret or to a folder above it, and a folder that cannot be listed."""
+    if root.is_relative_to(secret):
+        return []
+    if not secret.is_relative_to(root):
+        return [str(root)]
+    on_the_way = root / secret.relative_to(root).parts[0]
+    try:
+        entries = sorted(root.iterdir())
+    except OSError:
+        return []
+    kept: list[str] = []
+    for entry in entries:
+        real = Path(os.path.realpath(entry))
+        if entry == on_the_way:
+            kept += carve(entry, secret)
+        elif entry.is_dir() and not (real.is_relative_to(secret) or secret.is_relative_to(real)):
+            kept.append(str(entry))
+    return kept
 
 
 def runner_env(base: Mapping[str, str], scratch: Path, extra: Mapping[str, str]) -> dict[str, str]:

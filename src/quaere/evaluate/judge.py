@@ -52,6 +52,7 @@ def _init(request: InitRequest) -> tuple[JudgeState, InitReply]:
         device=task.spec.device, entry=task.spec.entry_point, kernels=dict(request.kernels),
         log_dir=Path(runner.log_dir), base_env=dict(runner.base_env), guard_env=dict(runner.guard_env),
         start_timeout_s=runner.start_timeout_s, sandbox=runner.sandbox, threads=runner.threads,
+        unreadable=runner.unreadable,
     )
     state = JudgeState(task=task, ops=ops_for(task.spec.device), pool=BufferPool(allocator_for(task.spec.device)),
                        runners=Runners(settings), banned=request.banned)

@@ -27,6 +27,7 @@ class RunnerOptions(Message):
     start_timeout_s: float
     sandbox: bool
     threads: bool
+    unreadable: tuple[str, ...] = ()
 
 
 class InitRequest(Message):

@@ -32,6 +32,8 @@ class RunnerSettings:
     start_timeout_s: float
     sandbox: bool = True
     threads: bool = False
+    unreadable: tuple[str, ...] = ()
+    """Folders no runner may read, even beneath one of its read roots (the store's keys)."""
 
 
 @dataclass
@@ -84,7 +86,7 @@ class Runners:
         self.started += 1
         scratch = self.settings.log_dir / f"runner-{impl}-{self.started}"
         scratch.mkdir(parents=True, exist_ok=True)
-        reads = isolation.read_roots([library], self.settings.base_env, os.getcwd())
+        reads = isolation.read_roots([library], self.settings.base_env, os.getcwd(), self.settings.unreadable)
         # The dlopen guard opens its log before the sandbox is applied: the runner keeps that descriptor and
         # needs no write access to the log's folder. Only the candidate's runner logs where the parent reads.
         writes = (str(scratch), "/dev")

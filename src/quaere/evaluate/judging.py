@@ -63,6 +63,8 @@ class JudgeJob:
     sandbox: bool = True
     threads: bool = False
     call_log: str | None = None
+    unreadable: tuple[str, ...] = ()
+    """Folders no runner may read (:attr:`~quaere.evaluate.options.EvalOptions.unreadable`)."""
 
     @property
     def impls(self) -> tuple[str, ...]:
@@ -81,6 +83,7 @@ def job_for(task: Task, kernels: Mapping[str, str], seed: int, options: EvalOpti
         start_timeout_s=options.worker_start_timeout_s, timing=spec.timing,
         comparisons=tuple(c.name for c in spec.comparisons), sandbox=options.sandbox, threads=options.runner_threads,
         call_log=str(options.call_log) if options.call_log else None,
+        unreadable=tuple(str(path) for path in options.unreadable),
     )
 
 
@@ -133,7 +136,8 @@ class JudgeSession:
             raise
         config = JudgeConfig(task_folder=job.task_folder, kernels=dict(job.kernels), banned=job.banned,
                              env=dict(environment), guard_env=self.guard.env, log_dir=self.log_dir,
-                             start_timeout_s=job.start_timeout_s, sandbox=job.sandbox, threads=job.threads)
+                             start_timeout_s=job.start_timeout_s, sandbox=job.sandbox, threads=job.threads,
+                             unreadable=job.unreadable)
         self.supervisor = Supervisor(config)
 
     def check(self, scenario: Scenario) -> ScenarioVerdict:

@@ -52,6 +52,9 @@ class EvalOptions(BaseModel):
     call_log: Path | None = None
     """Append every timed call of a native implementation (wall time, claimed device, host and drain times)
     to this JSON-lines file: the data the clock bound's slack is calibrated on."""
+    unreadable: tuple[Path, ...] = ()
+    """Folders no runner may read, even beneath one of its read roots (:func:`quaere.evaluate.isolation.read_roots`):
+    the store's keys, which :func:`quaere.recording.record_evaluation` adds for the store it records in."""
     runner_threads: bool = False
     """Let candidate code start threads. Off: its code runs only inside its own call, so nothing it does
     can happen outside the timed interval or after its outputs are read."""

@@ -154,6 +154,8 @@ class JudgeConfig:
     start_timeout_s: float
     sandbox: bool = True
     threads: bool = False
+    unreadable: tuple[str, ...] = ()
+    """Folders no runner may read, even beneath one of its read roots."""
     judge_slack_s: float = 120.0
     """Added to every request's own time limit before the parent gives up on the judge (references of a
     long scenario, a runner's start-up)."""
@@ -200,7 +202,8 @@ class Supervisor:
         worker = JudgeProcess(self.config.env, self.config.log_dir / f"judge-{self._started}.stderr")
         config = self.config
         runner = RunnerOptions(log_dir=str(config.log_dir), base_env=config.env, guard_env=config.guard_env,
-                               start_timeout_s=config.start_timeout_s, sandbox=config.sandbox, threads=config.threads)
+                               start_timeout_s=config.start_timeout_s, sandbox=config.sandbox, threads=config.threads,
+                               unreadable=config.unreadable)
         init = InitRequest(task=str(config.task_folder), kernels=config.kernels, banned=config.banned, runner=runner)
         try:
             reply = self._parse(worker.request(init.model_dump(mode="json"), config.start_timeout_s), INIT_REPLY)
