@@ -280,6 +280,20 @@ ENTRY {
     return honest_softmax(x, y, rows, cols);
 }
 """,
+    # Opens the judge's folder in /proc: its command line, environment and (where no Yama policy stands in the way,
+    # for a process of the same user) its memory. Returns 79 if it could.
+    "read_parent_proc": r"""
+#include <fcntl.h>
+#include <stdio.h>
+#include <unistd.h>
+ENTRY {
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/cmdline", static_cast<int>(getppid()));
+    const int fd = open(path, O_RDONLY);
+    if (fd >= 0) { close(fd); return 79; }
+    return honest_softmax(x, y, rows, cols);
+}
+""",
     # Kills the process that started it (the judge) on every call.
     "kill_parent": r"""
 #include <signal.h>

@@ -133,6 +133,12 @@ def test_a_folder_named_unreadable_cannot_be_read_even_beneath_a_read_root(task:
     assert guarded.correct, [v.detail for v in guarded.correctness]
 
 
+@needs_landlock
+def test_another_process_cannot_be_read_through_proc(task: Task, cache: Path, two: Path, tmp_path: Path) -> None:
+    evaluation = run_evaluation(task, write_candidate(tmp_path, "read_parent_proc"), quick(cache, two))
+    assert evaluation.correct, [v.detail for v in evaluation.correctness]
+
+
 def test_the_judge_survives_a_candidate_that_kills_it(task: Task, cache: Path, two: Path, tmp_path: Path) -> None:
     evaluation = run_evaluation(task, write_candidate(tmp_path, "kill_parent"), quick(cache, two))
     assert [v.verdict for v in evaluation.correctness] == [Verdict.SANDBOX_VIOLATION] * 2

@@ -91,3 +91,16 @@ def test_a_queued_signal_to_another_process_kills_the_sender(probe) -> None:
 def test_the_rules_after_these_still_hold() -> None:
     _, done = run_probe("dumpable")
     assert done.returncode == -signal.SIGSYS and "alive" not in done.stdout, (done.returncode, done.stdout)
+
+
+def test_proc_is_granted_without_any_other_process(tmp_path) -> None:
+    from quaere.runner.sandbox import FILE_READ_RIGHTS, READ_RIGHTS, proc_entries
+
+    for name in ("1", "22", "4242", "sys", "driver"):
+        (tmp_path / name).mkdir()
+    (tmp_path / "cpuinfo").write_text("")
+    (tmp_path / "self").symlink_to(tmp_path / "4242")
+    assert proc_entries(str(tmp_path), pid=4242) == [
+        (str(tmp_path / "4242"), READ_RIGHTS), (str(tmp_path / "cpuinfo"), FILE_READ_RIGHTS),
+        (str(tmp_path / "driver"), READ_RIGHTS), (str(tmp_path / "self"), READ_RIGHTS),
+        (str(tmp_path / "sys"), READ_RIGHTS)]

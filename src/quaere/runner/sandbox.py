@@ -9,8 +9,9 @@
   nice, any change to another process's priority, cores, limits or memory placement, and typing into a terminal
   (``TIOCSTI``). ``clone3`` answers ENOSYS, so glibc falls back to ``clone``, whose flags the filter can read.
 * **Landlock** (unprivileged file-system confinement, Linux >= 5.13): reads only under the listed roots
-  (system and Python folders, the built kernel), writes only under the scratch folder and ``/dev``; no
-  TCP; with ABI >= 6, no signals to processes outside the sandbox.
+  (system and Python folders, the built kernel; of ``/proc`` only its own folder and what is no process's),
+  writes only under the scratch folder and ``/dev``; no TCP; with ABI >= 6, no signals to processes outside the
+  sandbox.
 
 Both are applied to the runner only; the judge stays outside. Where the kernel lacks either, the runner
 says so and the record shows it: an evaluation never claims an isolation it did not have.
@@ -18,6 +19,7 @@ says so and the record shows it: an evaluation never claims an isolation it did 
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import platform
@@ -224,6 +226,35 @@ def handled_fs_rights(abi: int) -> int:
     return rights
 
 
+PROC = "/proc"
+FILE_READ_RIGHTS = FS_EXECUTE | FS_READ_FILE
+
+
+def proc_entries(proc: str = PROC, pid: int | None = None) -> list[tuple[str, int]]:
+    """``/proc`` as read rules that leave out every other process: each entry that is not a process id, and this
+    process's own folder (``/proc/self``, which a rule resolves to it). Another process's folder would give its
+    command line, environment and, where no Yama policy stands in the way, its memory: the evaluator service that
+    started the judge runs as this runner's user and holds the signing key."""
+    own = str(os.getpid() if pid is None else pid)
+    rules = []
+    for name in sorted(os.listdir(proc)):
+        if name.isdigit() and name != own:
+            continue
+        path = os.path.join(proc, name)
+        rules.append((path, READ_RIGHTS if os.path.isdir(path) else FILE_READ_RIGHTS))
+    return rules
+
+
+def _add_rule(ruleset: int, path: str, rights: int) -> None:
+    fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+    try:
+        rule = struct.pack("=Qi", rights, fd)
+        if _libc().syscall(SYS_LANDLOCK[1], ruleset, LANDLOCK_RULE_PATH_BENEATH, ctypes.c_char_p(rule), 0):
+            raise OSError(ctypes.get_errno(), f"landlock_add_rule({path}): {os.strerror(ctypes.get_errno())}")
+    finally:
+        os.close(fd)
+
+
 def _install_landlock(abi: int, read_roots: tuple[str, ...], write_roots: tuple[str, ...]) -> list[str]:
     libc = _libc()
     handled = handled_fs_rights(abi)
@@ -240,17 +271,14 @@ def _install_landlock(abi: int, read_roots: tuple[str, ...], write_roots: tuple[
     try:
         for roots, rights in ((read_roots, READ_RIGHTS), (write_roots, handled)):
             for root in roots:
-                if not os.path.isdir(root):
+                if root == PROC:
+                    for entry, entry_rights in proc_entries():
+                        with contextlib.suppress(OSError):  # an entry that went away, or one procfs will not open
+                            _add_rule(ruleset, entry, entry_rights)
+                elif os.path.isdir(root):
+                    _add_rule(ruleset, root, rights)
+                else:
                     skipped.append(root)
-                    continue
-                fd = os.open(root, os.O_PATH | os.O_CLOEXEC)
-                try:
-                    rule = struct.pack("=Qi", rights, fd)
-                    if libc.syscall(SYS_LANDLOCK[1], ruleset, LANDLOCK_RULE_PATH_BENEATH, ctypes.c_char_p(rule), 0):
-                        raise OSError(ctypes.get_errno(), f"landlock_add_rule({root}): "
-                                      f"{os.strerror(ctypes.get_errno())}")
-                finally:
-                    os.close(fd)
         if libc.syscall(SYS_LANDLOCK[2], ruleset, 0) != 0:
             raise OSError(ctypes.get_errno(), f"landlock_restrict_self: {os.strerror(ctypes.get_errno())}")
     finally:
