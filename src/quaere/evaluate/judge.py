@@ -12,9 +12,7 @@ factor, floor, timeout_s}, ``time`` {scenario, seed, factor, floor, timing, comp
 
 from __future__ import annotations
 
-import ctypes
 import os
-import signal
 import sys
 import traceback
 from pathlib import Path
@@ -39,10 +37,10 @@ from quaere.evaluate.judge_runners import Runners, RunnerSettings
 from quaere.evaluate.judge_state import JudgeState
 from quaere.evaluate.judge_time import time_scenario
 from quaere.evaluate.shared import BufferPool, allocator_for
+from quaere.runner.sandbox import die_with_parent, make_undumpable
 from quaere.task.loader import load_task
 
 PR_SET_PDEATHSIG = 1
-PR_SET_DUMPABLE = 4
 
 
 def _init(request: InitRequest) -> tuple[JudgeState, InitReply]:
@@ -109,15 +107,11 @@ def serve(requests: BinaryIO, replies: BinaryIO) -> None:
             state.close()
 
 
-PR_SET_PDEATHSIG = 1
-
-
 def main() -> None:
-    libc = ctypes.CDLL(None)
-    libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    make_undumpable()
     # Killed with its parent (quaere eval, the service): an evaluation interrupted or killed leaves no judge
     # behind, and the judge's death takes its runners (theirs is set the same way).
-    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    die_with_parent()
     if os.getppid() == 1:
         os._exit(3)  # the parent died before the line above: nobody to serve
     sys.stdout.flush()

@@ -126,6 +126,13 @@ def _prctl(option: int, value: int) -> None:
         raise OSError(ctypes.get_errno(), f"prctl({option}) failed: {os.strerror(ctypes.get_errno())}")
 
 
+def make_undumpable() -> None:
+    """No process of this user may attach to this one or read its memory through ``/proc`` (the judge, which owns
+    the buffers and verdicts; the evaluator service, which holds the signing key). Not for a runner: the judge reads
+    its maps."""
+    _prctl(PR_SET_DUMPABLE, 0)
+
+
 def die_with_parent() -> None:
     """SIGKILL this process when its parent dies (the judge), so no runner outlives an evaluation."""
     _prctl(PR_SET_PDEATHSIG, 9)
@@ -245,11 +252,11 @@ def proc_entries(proc: str = PROC, pid: int | None = None) -> list[tuple[str, in
     return rules
 
 
-def _add_rule(ruleset: int, path: str, rights: int) -> None:
+def _add_rule(libc: ctypes.CDLL, ruleset: int, path: str, rights: int) -> None:
     fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
     try:
         rule = struct.pack("=Qi", rights, fd)
-        if _libc().syscall(SYS_LANDLOCK[1], ruleset, LANDLOCK_RULE_PATH_BENEATH, ctypes.c_char_p(rule), 0):
+        if libc.syscall(SYS_LANDLOCK[1], ruleset, LANDLOCK_RULE_PATH_BENEATH, ctypes.c_char_p(rule), 0):
             raise OSError(ctypes.get_errno(), f"landlock_add_rule({path}): {os.strerror(ctypes.get_errno())}")
     finally:
         os.close(fd)
@@ -274,9 +281,9 @@ def _install_landlock(abi: int, read_roots: tuple[str, ...], write_roots: tuple[
                 if root == PROC:
                     for entry, entry_rights in proc_entries():
                         with contextlib.suppress(OSError):  # an entry that went away, or one procfs will not open
-                            _add_rule(ruleset, entry, entry_rights)
+                            _add_rule(libc, ruleset, entry, entry_rights)
                 elif os.path.isdir(root):
-                    _add_rule(ruleset, root, rights)
+                    _add_rule(libc, ruleset, root, rights)
                 else:
                     skipped.append(root)
         if libc.syscall(SYS_LANDLOCK[2], ruleset, 0) != 0:

@@ -11,7 +11,6 @@ finds the socket; on stop it removes it.
 
 from __future__ import annotations
 
-import ctypes
 import hashlib
 import json
 import os
@@ -28,7 +27,7 @@ from pydantic import ValidationError
 from quaere.evaluate.options import EvalOptions
 from quaere.recording import Evaluate, record_evaluation
 from quaere.records import Record
-from quaere.runner.sandbox import PR_SET_DUMPABLE
+from quaere.runner.sandbox import make_undumpable
 from quaere.serve.protocol import MAX_REQUEST_BYTES, REPLY, REQUEST, Ping, Pong, Recorded, Refused
 from quaere.serve.protocol import Evaluate as EvaluateRequest
 from quaere.signing import BadSignature, read_signed, write_signed
@@ -127,7 +126,7 @@ def serve(store: Store, socket_path: Path, evaluate: Evaluate, ready: Callable[[
     """Listen on ``socket_path`` until interrupted; announce the socket in the store's ``service.json``. The
     process makes itself non-dumpable first: it holds the signing key, and its runners run as its user, so without
     that (and without a Yama policy) their ``/proc/<pid>/mem`` could read it."""
-    ctypes.CDLL(None).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    make_undumpable()
     socket_path.unlink(missing_ok=True)
     socket_path.parent.mkdir(parents=True, exist_ok=True)
     server = _Server(str(socket_path), _Handler)
