@@ -127,6 +127,25 @@ extern "C" void leave_work() {
 """.replace("@NS@", str(LEFT_WORK_NS)) + call_rewrite("    _leave()\n", {"_leave": "leave_work"}) + \
     f"{SIGNATURE} {{ return {CALL}; }}\n"
 
+# Host code that writes "escaped" to the path it is given (the attacks below replace @TARGET@ by a path outside the
+# runner's scratch folder).
+ESCAPE = """#include <fcntl.h>
+#include <unistd.h>
+static void CUDART_CB escape(void* path) {
+    const int fd = open(static_cast<const char*>(path), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd >= 0) {
+        if (write(fd, "escaped\\n", 8) != 8) {}
+        close(fd);
+    }
+}"""
+
+# The start of an attack through a graph of its own: the honest call, then an empty graph and its parts.
+GRAPH_START = f"""    const int status = {CALL};
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    cudaGraphNode_t node;
+"""
+
 ATTACKS = {
     # The second half of the batch runs on a private stream after the first: outside the caller's stream.
     "private_stream": f"""
@@ -231,22 +250,55 @@ __global__ void hidden_spin(unsigned long long ns) {{
     # been started before the runner locked itself in (seccomp and Landlock bind the thread that installs them and
     # the threads it starts later). It writes a file outside the runner's scratch folder.
     "host_callback": f"""
-#include <fcntl.h>
-#include <unistd.h>
-static void CUDART_CB escape(void* path) {{
-    const int fd = open(static_cast<const char*>(path), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd >= 0) {{
-        if (write(fd, "escaped\\n", 8) != 8) {{}}
-        close(fd);
-    }}
-}}
+{ESCAPE}
 {SIGNATURE} {{
     const int status = {CALL};
     cudaLaunchHostFunc((cudaStream_t)stream, escape, (void*)"@TARGET@");
     return status;
 }}
 """,
+    # The same host code reached through the driver's other ways of calling the host back: a stream callback,
+    # a graph's host node, and a user object's destructor (run when the graph that owns it is done with it).
+    "stream_callback": f"""
+{ESCAPE}
+static void CUDART_CB escape_cb(cudaStream_t, cudaError_t, void* path) {{ escape(path); }}
+{SIGNATURE} {{
+    const int status = {CALL};
+    cudaStreamAddCallback((cudaStream_t)stream, escape_cb, (void*)"@TARGET@", 0);
+    return status;
+}}
+""",
+    "graph_host_node": f"""
+{ESCAPE}
+{SIGNATURE} {{
+{GRAPH_START}    cudaHostNodeParams params = {{}};
+    params.fn = escape;
+    params.userData = (void*)"@TARGET@";
+    if (cudaGraphCreate(&graph, 0) == cudaSuccess && cudaGraphAddHostNode(&node, graph, nullptr, 0, &params) ==
+        cudaSuccess && cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess) {{
+        cudaGraphLaunch(exec, (cudaStream_t)stream);
+    }}
+    return status;
+}}
+""",
+    "user_object_destructor": f"""
+{ESCAPE}
+{SIGNATURE} {{
+{GRAPH_START}    cudaUserObject_t object;
+    if (cudaGraphCreate(&graph, 0) == cudaSuccess && cudaGraphAddEmptyNode(&node, graph, nullptr, 0) == cudaSuccess &&
+        cudaUserObjectCreate(&object, (void*)"@TARGET@", escape, 1, cudaUserObjectNoDestructorSync) == cudaSuccess &&
+        cudaGraphRetainUserObject(graph, object, 1, cudaGraphUserObjectMove) == cudaSuccess &&
+        cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess) {{
+        cudaGraphLaunch(exec, (cudaStream_t)stream);
+        cudaGraphExecDestroy(exec);
+        cudaGraphDestroy(graph);
+    }}
+    return status;
+}}
+""",
 }
+# The attacks that write a file outside the scratch folder from host code the CUDA driver calls back.
+HOST_CALLBACKS = ("host_callback", "stream_callback", "graph_host_node", "user_object_destructor")
 
 
 def write_gpu_candidate(folder: Path, attack: str, target: Path | None = None) -> Path:

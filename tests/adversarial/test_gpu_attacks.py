@@ -15,7 +15,7 @@ from quaere.evaluate.device import gpu_present
 from quaere.records import TimingStatus
 from quaere.task.loader import load_task
 
-from .gpu_candidates import KERNEL, write_gpu_candidate
+from .gpu_candidates import HOST_CALLBACKS, KERNEL, write_gpu_candidate
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not gpu_present(), reason="no NVIDIA GPU")]
 # Batch >= 2 everywhere (the private-stream attack splits the batch), short and long, causal and not.
@@ -100,14 +100,16 @@ def test_content_memoization_gains_nothing(fa_task, options: EvalOptions, tmp_pa
         assert ratio < 1.05 * honest[config][1], (config, ratio, honest[config])
 
 
-def test_a_host_function_the_candidate_queues_runs_inside_the_sandbox(fa_task, options: EvalOptions,
-                                                                     tmp_path: Path) -> None:
-    """The CUDA driver runs a host function on a thread of its own; if that thread was started before the runner
-    locked itself in, seccomp and Landlock (which bind the installing thread and those it starts) do not hold
-    there. The function writes outside the scratch folder: the file must not appear, whatever the verdict."""
+@pytest.mark.parametrize("attack", HOST_CALLBACKS)
+def test_host_code_the_driver_calls_back_runs_inside_the_sandbox(fa_task, options: EvalOptions, tmp_path: Path,
+                                                                   attack: str) -> None:
+    """The CUDA driver calls host code back (a host function, a stream callback, a graph's host node, a user
+    object's destructor) on a thread of its own; if that thread was started before the runner locked itself in,
+    seccomp and Landlock (which bind the installing thread and those it starts) do not hold there. The code
+    writes outside the scratch folder: the file must not appear, whatever the verdict."""
     target = tmp_path / "escaped.txt"
     quick = options.model_copy(update={"benchmark": False})
-    evaluation = run_evaluation(fa_task, write_gpu_candidate(tmp_path, "host_callback", target), quick)
-    print(f"\nhost_callback ({evaluation.isolation.summary}): "
+    evaluation = run_evaluation(fa_task, write_gpu_candidate(tmp_path, attack, target), quick)
+    print(f"\n{attack} ({evaluation.isolation.summary}): "
           f"{sorted({v.verdict.value for v in evaluation.correctness})}")
     assert not target.exists(), target.read_text()

@@ -19,7 +19,7 @@ import pytest
 from quaere.evaluate import EvalOptions, run_evaluation
 from quaere.evaluate.clock_bound import waits_resolved
 from quaere.records import BenchmarkResult, TimingStatus, Verdict
-from quaere.runner.sandbox import landlock_abi
+from quaere.runner.landlock import landlock_abi
 from quaere.task.loader import Task, load_task
 
 from .candidates import write_candidate

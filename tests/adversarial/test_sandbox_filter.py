@@ -94,7 +94,7 @@ def test_the_rules_after_these_still_hold() -> None:
 
 
 def test_proc_is_granted_without_any_other_process(tmp_path) -> None:
-    from quaere.runner.sandbox import FILE_READ_RIGHTS, READ_RIGHTS, proc_entries
+    from quaere.runner.landlock import FILE_READ_RIGHTS, READ_RIGHTS, proc_entries
 
     for name in ("1", "22", "4242", "sys", "driver"):
         (tmp_path / name).mkdir()

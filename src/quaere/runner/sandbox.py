@@ -1,4 +1,10 @@
-"""What the runner locks itself into before it loads the candidate: seccomp, Landlock, no new privileges.
+"""What the runner locks itself into: no new privileges, Landlock (:mod:`quaere.runner.landlock`), seccomp.
+
+In two steps, because each binds only some threads. :func:`lock_files` (no new privileges, Landlock) comes before
+the runner opens the device, since a Landlock domain binds the threads started after it and the CUDA driver
+starts its own (it runs host code the candidate hands it on them). :func:`lock_syscalls` (seccomp) comes after the
+device is open and before the candidate is loaded; its filter is installed with ``SECCOMP_FILTER_FLAG_TSYNC``, so
+it binds every thread of the process, the driver's included.
 
 * **seccomp** (a BPF filter, irrevocable once installed): no new processes (fork, vfork, clone without
   ``CLONE_THREAD``, exec), no new threads unless the policy allows them, no ptrace or cross-process memory access,
@@ -8,28 +14,30 @@
   Refused with EPERM instead, since a library may try them: a scheduling class or real-time priority, a negative
   nice, any change to another process's priority, cores, limits or memory placement, and typing into a terminal
   (``TIOCSTI``). ``clone3`` answers ENOSYS, so glibc falls back to ``clone``, whose flags the filter can read.
-* **Landlock** (unprivileged file-system confinement, Linux >= 5.13): reads only under the listed roots
-  (system and Python folders, the built kernel; of ``/proc`` only its own folder and what is no process's),
-  writes only under the scratch folder and ``/dev``; no TCP; with ABI >= 6, no signals to processes outside the
-  sandbox.
+* **Landlock**: reads only under the listed roots (system and Python folders, the built kernel; of ``/proc`` only
+  its own folder and what is no process's), writes only under the scratch folder and ``/dev``; no TCP; with
+  ABI >= 6, no signals to processes outside the sandbox.
 
-Both are applied to the runner only; the judge stays outside. Where the kernel lacks either, the runner
-says so and the record shows it: an evaluation never claims an isolation it did not have.
+Both are applied to the runner only; the judge stays outside. Where the kernel lacks either, or a thread was
+running before Landlock, the runner says so and the record shows it: an evaluation never claims an isolation it
+did not have.
 """
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import os
 import platform
 import struct
 from dataclasses import dataclass, field
 
+from quaere.runner import landlock
+
 PR_SET_NO_NEW_PRIVS = 38
 PR_SET_PDEATHSIG = 1
-PR_SET_SECCOMP = 22
-SECCOMP_MODE_FILTER = 2
+SECCOMP_SET_MODE_FILTER = 1
+SECCOMP_FILTER_FLAG_TSYNC = 1
+SYS_SECCOMP = {"x86_64": 317, "aarch64": 277}
 PR_SET_DUMPABLE = 4
 PR_SET_PTRACER = 0x59616D61
 CLONE_THREAD = 0x00010000
@@ -195,6 +203,8 @@ def _refusals(arch: str, nr: dict[str, int], pid: int) -> list[bytes]:
 
 
 def _install_seccomp(program: bytes) -> None:
+    """Install ``program`` on every thread of this process (TSYNC): the CUDA driver's threads, running before the
+    filter, would otherwise stay outside it."""
     count = len(program) // 8
     buffer = ctypes.create_string_buffer(program, len(program))
 
@@ -202,121 +212,54 @@ def _install_seccomp(program: bytes) -> None:
         _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
 
     prog = Prog(count, ctypes.addressof(buffer))
-    if _libc().prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0) != 0:
+    number = SYS_SECCOMP.get(platform.machine())
+    if number is None:
+        raise OSError(f"no seccomp call number for architecture {platform.machine()}")
+    result = _libc().syscall(number, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, ctypes.byref(prog))
+    if result > 0:  # the id of a thread that could not take the filter; then no thread has it
+        raise OSError(f"seccomp filter refused: thread {result} could not be synchronised")
+    if result != 0:
         raise OSError(ctypes.get_errno(), f"seccomp filter refused: {os.strerror(ctypes.get_errno())}")
 
 
-# Landlock (linux/landlock.h)
-LANDLOCK_CREATE_RULESET_VERSION = 1
-LANDLOCK_RULE_PATH_BENEATH = 1
-SYS_LANDLOCK = (444, 445, 446)  # create_ruleset, add_rule, restrict_self (same on x86_64 and aarch64)
-FS_EXECUTE, FS_WRITE_FILE, FS_READ_FILE, FS_READ_DIR = 1, 2, 4, 8
-FS_ALL_V1 = (1 << 13) - 1
-FS_REFER, FS_TRUNCATE = 1 << 13, 1 << 14
-NET_BIND_TCP, NET_CONNECT_TCP = 1, 2
-SCOPE_ABSTRACT_UNIX_SOCKET, SCOPE_SIGNAL = 1, 2
-READ_RIGHTS = FS_EXECUTE | FS_READ_FILE | FS_READ_DIR
-
-
-def landlock_abi() -> int:
-    """The kernel's Landlock ABI version, 0 when Landlock is absent or disabled."""
-    result = _libc().syscall(SYS_LANDLOCK[0], None, ctypes.c_size_t(0), LANDLOCK_CREATE_RULESET_VERSION)
-    return max(0, int(result))
-
-
-def handled_fs_rights(abi: int) -> int:
-    rights = FS_ALL_V1
-    if abi >= 2:
-        rights |= FS_REFER
-    if abi >= 3:
-        rights |= FS_TRUNCATE
-    return rights
-
-
-PROC = "/proc"
-FILE_READ_RIGHTS = FS_EXECUTE | FS_READ_FILE
-
-
-def proc_entries(proc: str = PROC, pid: int | None = None) -> list[tuple[str, int]]:
-    """``/proc`` as read rules that leave out every other process: each entry that is not a process id, and this
-    process's own folder (``/proc/self``, which a rule resolves to it). Another process's folder would give its
-    command line, environment and, where no Yama policy stands in the way, its memory: the evaluator service that
-    started the judge runs as this runner's user and holds the signing key."""
-    own = str(os.getpid() if pid is None else pid)
-    rules = []
-    for name in sorted(os.listdir(proc)):
-        if name.isdigit() and name != own:
-            continue
-        path = os.path.join(proc, name)
-        rules.append((path, READ_RIGHTS if os.path.isdir(path) else FILE_READ_RIGHTS))
-    return rules
-
-
-def _add_rule(libc: ctypes.CDLL, ruleset: int, path: str, rights: int) -> None:
-    fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
-    try:
-        rule = struct.pack("=Qi", rights, fd)
-        if libc.syscall(SYS_LANDLOCK[1], ruleset, LANDLOCK_RULE_PATH_BENEATH, ctypes.c_char_p(rule), 0):
-            raise OSError(ctypes.get_errno(), f"landlock_add_rule({path}): {os.strerror(ctypes.get_errno())}")
-    finally:
-        os.close(fd)
-
-
-def _install_landlock(abi: int, read_roots: tuple[str, ...], write_roots: tuple[str, ...]) -> list[str]:
-    libc = _libc()
-    handled = handled_fs_rights(abi)
-    fields = [handled]
-    if abi >= 4:
-        fields.append(NET_BIND_TCP | NET_CONNECT_TCP)
-    if abi >= 6:
-        fields.append(SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL)
-    attr = struct.pack(f"{len(fields)}Q", *fields)
-    ruleset = libc.syscall(SYS_LANDLOCK[0], ctypes.c_char_p(attr), ctypes.c_size_t(len(attr)), 0)
-    if ruleset < 0:
-        raise OSError(ctypes.get_errno(), f"landlock_create_ruleset: {os.strerror(ctypes.get_errno())}")
-    skipped: list[str] = []
-    try:
-        for roots, rights in ((read_roots, READ_RIGHTS), (write_roots, handled)):
-            for root in roots:
-                if root == PROC:
-                    for entry, entry_rights in proc_entries():
-                        with contextlib.suppress(OSError):  # an entry that went away, or one procfs will not open
-                            _add_rule(libc, ruleset, entry, entry_rights)
-                elif os.path.isdir(root):
-                    _add_rule(libc, ruleset, root, rights)
-                else:
-                    skipped.append(root)
-        if libc.syscall(SYS_LANDLOCK[2], ruleset, 0) != 0:
-            raise OSError(ctypes.get_errno(), f"landlock_restrict_self: {os.strerror(ctypes.get_errno())}")
-    finally:
-        os.close(ruleset)
-    return skipped
-
-
-def apply(policy: Policy) -> Applied:
-    """Lock this process in. Order: no-new-privs (needed by both), Landlock, then seccomp last (its filter
-    would refuse nothing Landlock needs, but last keeps the rule simple: nothing runs unfiltered after it)."""
+def lock_files(policy: Policy) -> Applied:
+    """No new privileges and Landlock, for this thread and every thread started after it: called before the device
+    is opened (see the module's docstring). A thread already running stays outside, and the record says so."""
     applied = Applied(threads_allowed=True)
     if not (policy.seccomp or policy.landlock):
         applied.notes.append("sandbox disabled by the evaluator's options")
         return applied
     _prctl(PR_SET_NO_NEW_PRIVS, 1)
-    if policy.landlock:
-        abi = landlock_abi()
-        if abi == 0:
-            applied.notes.append("Landlock unavailable on this kernel: file-system confinement not in force")
-        else:
-            skipped = _install_landlock(abi, policy.read_roots, policy.write_roots)
-            applied.landlock_abi = abi
-            if skipped:
-                applied.notes.append(f"landlock roots absent here: {', '.join(skipped)}")
+    if not policy.landlock:
+        return applied
+    abi = landlock.landlock_abi()
+    if abi == 0:
+        applied.notes.append("Landlock unavailable on this kernel: file-system confinement not in force")
+        return applied
+    threads = landlock.running_threads()
+    skipped = landlock.restrict_self(abi, policy.read_roots, policy.write_roots)
+    applied.landlock_abi = abi
+    if threads > 1:
+        applied.notes.append(f"{threads - 1} thread(s) already running were left outside Landlock")
+    if skipped:
+        applied.notes.append(f"landlock roots absent here: {', '.join(skipped)}")
+    return applied
+
+
+def lock_syscalls(policy: Policy, applied: Applied) -> Applied:
+    """seccomp on every thread of the process (``applied`` is :func:`lock_files`'s answer, completed here): called
+    once the device is open, before the candidate is loaded."""
     if policy.seccomp:
-        arch = platform.machine()
         try:
-            _install_seccomp(seccomp_program(arch, os.getpid(), policy.threads))
+            _install_seccomp(seccomp_program(platform.machine(), os.getpid(), policy.threads))
         except OSError as exc:
             applied.notes.append(f"seccomp not in force: {exc}")
         else:
             applied.seccomp = True
             applied.threads_allowed = policy.threads
     return applied
+
+
+def apply(policy: Policy) -> Applied:
+    """Both steps at once, for a process with nothing to open in between."""
+    return lock_syscalls(policy, lock_files(policy))

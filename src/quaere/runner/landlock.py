@@ -1,0 +1,114 @@
+"""Landlock, the runner's file-system confinement (unprivileged, Linux >= 5.13): reads only under the listed roots
+(of ``/proc`` only the runner's own folder and what is no process's), writes only under the write roots, no TCP,
+and with ABI >= 6 no signals to processes outside the sandbox.
+
+A Landlock domain binds the thread that restricts itself and the threads it starts afterwards, never a thread that
+was already running (the kernel's thread synchronisation is newer than the machines here). The runner therefore
+restricts itself before it opens the device: the CUDA driver's threads, which run host code the candidate hands
+the driver (a user object's destructor, seen on the H200 on 2026-12-03), are started inside the domain.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import struct
+
+# linux/landlock.h
+LANDLOCK_CREATE_RULESET_VERSION = 1
+LANDLOCK_RULE_PATH_BENEATH = 1
+SYS_LANDLOCK = (444, 445, 446)  # create_ruleset, add_rule, restrict_self (same on x86_64 and aarch64)
+FS_EXECUTE, FS_WRITE_FILE, FS_READ_FILE, FS_READ_DIR = 1, 2, 4, 8
+FS_ALL_V1 = (1 << 13) - 1
+FS_REFER, FS_TRUNCATE = 1 << 13, 1 << 14
+NET_BIND_TCP, NET_CONNECT_TCP = 1, 2
+SCOPE_ABSTRACT_UNIX_SOCKET, SCOPE_SIGNAL = 1, 2
+READ_RIGHTS = FS_EXECUTE | FS_READ_FILE | FS_READ_DIR
+
+
+def _libc() -> ctypes.CDLL:
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def running_threads() -> int:
+    """How many threads this process has now (each would stay outside a domain restricted from now on)."""
+    return len(os.listdir("/proc/self/task"))
+
+
+def landlock_abi() -> int:
+    """The kernel's Landlock ABI version, 0 when Landlock is absent or disabled."""
+    result = _libc().syscall(SYS_LANDLOCK[0], None, ctypes.c_size_t(0), LANDLOCK_CREATE_RULESET_VERSION)
+    return max(0, int(result))
+
+
+def handled_fs_rights(abi: int) -> int:
+    rights = FS_ALL_V1
+    if abi >= 2:
+        rights |= FS_REFER
+    if abi >= 3:
+        rights |= FS_TRUNCATE
+    return rights
+
+
+PROC = "/proc"
+FILE_READ_RIGHTS = FS_EXECUTE | FS_READ_FILE
+
+
+def proc_entries(proc: str = PROC, pid: int | None = None) -> list[tuple[str, int]]:
+    """``/proc`` as read rules that leave out every other process: each entry that is not a process id, and this
+    process's own folder (``/proc/self``, which a rule resolves to it). Another process's folder would give its
+    command line, environment and, where no Yama policy stands in the way, its memory: the evaluator service that
+    started the judge runs as this runner's user and holds the signing key."""
+    own = str(os.getpid() if pid is None else pid)
+    rules = []
+    for name in sorted(os.listdir(proc)):
+        if name.isdigit() and name != own:
+            continue
+        path = os.path.join(proc, name)
+        rules.append((path, READ_RIGHTS if os.path.isdir(path) else FILE_READ_RIGHTS))
+    return rules
+
+
+def _add_rule(libc: ctypes.CDLL, ruleset: int, path: str, rights: int) -> None:
+    fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+    try:
+        rule = struct.pack("=Qi", rights, fd)
+        if libc.syscall(SYS_LANDLOCK[1], ruleset, LANDLOCK_RULE_PATH_BENEATH, ctypes.c_char_p(rule), 0):
+            raise OSError(ctypes.get_errno(), f"landlock_add_rule({path}): {os.strerror(ctypes.get_errno())}")
+    finally:
+        os.close(fd)
+
+
+def restrict_self(abi: int, read_roots: tuple[str, ...], write_roots: tuple[str, ...]) -> list[str]:
+    """Restrict this thread and those it starts from now on to the roots; the roots absent here are returned."""
+    libc = _libc()
+    handled = handled_fs_rights(abi)
+    fields = [handled]
+    if abi >= 4:
+        fields.append(NET_BIND_TCP | NET_CONNECT_TCP)
+    if abi >= 6:
+        fields.append(SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL)
+    attr = struct.pack(f"{len(fields)}Q", *fields)
+    ruleset = libc.syscall(SYS_LANDLOCK[0], ctypes.c_char_p(attr), ctypes.c_size_t(len(attr)), 0)
+    if ruleset < 0:
+        raise OSError(ctypes.get_errno(), f"landlock_create_ruleset: {os.strerror(ctypes.get_errno())}")
+    skipped: list[str] = []
+    try:
+        for roots, rights in ((read_roots, READ_RIGHTS), (write_roots, handled)):
+            for root in roots:
+                if root == PROC:
+                    for entry, entry_rights in proc_entries():
+                        with contextlib.suppress(OSError):  # an entry that went away, or one procfs will not open
+                            _add_rule(libc, ruleset, entry, entry_rights)
+                elif os.path.isdir(root):
+                    _add_rule(libc, ruleset, root, rights)
+                else:
+                    skipped.append(root)
+        if libc.syscall(SYS_LANDLOCK[2], ruleset, 0) != 0:
+            raise OSError(ctypes.get_errno(), f"landlock_restrict_self: {os.strerror(ctypes.get_errno())}")
+    finally:
+        os.close(ruleset)
+    return skipped
+
+
