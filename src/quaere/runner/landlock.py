@@ -3,9 +3,7 @@
 and with ABI >= 6 no signals to processes outside the sandbox.
 
 A Landlock domain binds the thread that restricts itself and the threads it starts afterwards, never a thread that
-was already running (the kernel's thread synchronisation is newer than the machines here). The runner therefore
-restricts itself before it opens the device: the CUDA driver's threads, which run host code the candidate hands
-the driver (a user object's destructor, seen on the H200 on 2026-12-03), are started inside the domain.
+was already running (the kernel's thread synchronisation is newer than the machines here).
 """
 
 from __future__ import annotations
@@ -29,11 +27,6 @@ READ_RIGHTS = FS_EXECUTE | FS_READ_FILE | FS_READ_DIR
 
 def _libc() -> ctypes.CDLL:
     return ctypes.CDLL(None, use_errno=True)
-
-
-def running_threads() -> int:
-    """How many threads this process has now (each would stay outside a domain restricted from now on)."""
-    return len(os.listdir("/proc/self/task"))
 
 
 def landlock_abi() -> int:
