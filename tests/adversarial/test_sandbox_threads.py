@@ -59,12 +59,18 @@ def _probe(source: str, *args: str) -> dict:
     return json.loads(done.stdout.splitlines()[0])
 
 
-@pytest.mark.skipif(landlock_abi() == 0, reason="Landlock unavailable on this kernel")
-def test_a_thread_running_before_the_sandbox_is_named_in_the_record_and_later_ones_are_confined(tmp_path) -> None:
+@pytest.fixture
+def folders(tmp_path) -> tuple[str, str]:
+    """The probe's scratch folder (its one write root) and a folder outside it."""
     inside, outside = tmp_path / "scratch", tmp_path / "elsewhere"
     inside.mkdir()
     outside.mkdir()
-    result = _probe(LANDLOCK_PROBE, str(inside), str(outside), "earlier")
+    return str(inside), str(outside)
+
+
+@pytest.mark.skipif(landlock_abi() == 0, reason="Landlock unavailable on this kernel")
+def test_a_thread_running_before_the_sandbox_is_named_in_the_record_and_later_ones_are_confined(folders) -> None:
+    result = _probe(LANDLOCK_PROBE, *folders, "earlier")
     assert result["abi"] > 0
     # The earlier thread is outside (the gap), and the record must not hide it; a thread started afterwards is in.
     assert result["seen"] == {"earlier": "written", "later": os.strerror(13)}
@@ -72,10 +78,7 @@ def test_a_thread_running_before_the_sandbox_is_named_in_the_record_and_later_on
 
 
 @pytest.mark.skipif(landlock_abi() == 0, reason="Landlock unavailable on this kernel")
-def test_a_runner_alone_in_its_process_gets_no_such_note(tmp_path) -> None:
-    inside, outside = tmp_path / "scratch", tmp_path / "elsewhere"
-    inside.mkdir()
-    outside.mkdir()
-    result = _probe(LANDLOCK_PROBE, str(inside), str(outside), "none")
+def test_a_runner_alone_in_its_process_gets_no_such_note(folders) -> None:
+    result = _probe(LANDLOCK_PROBE, *folders, "none")
     assert result["seen"] == {"later": os.strerror(13)}
     assert not any("outside it" in note for note in result["notes"]), result["notes"]
