@@ -53,6 +53,32 @@ print(json.dumps({"seen": seen, "notes": applied.notes, "abi": applied.landlock_
 """
 
 
+NAMING_PROBE = r"""
+import ctypes, json, os, sys, threading
+from quaere.evaluate.isolation import read_roots
+from quaere.runner import sandbox
+
+policy = sandbox.Policy(seccomp=True, landlock=True, threads=True,
+                        read_roots=read_roots([], os.environ, os.getcwd()), write_roots=(sys.argv[1],))
+applied = sandbox.apply(policy)
+stop = threading.Event()
+worker = threading.Thread(target=stop.wait)
+worker.start()
+libc = ctypes.CDLL(None, use_errno=True)
+named = libc.pthread_setname_np(ctypes.c_ulong(worker.ident), b"worker")
+seen = {"name_a_thread": "ok" if named == 0 else os.strerror(named)}
+try:
+    with open(f"/proc/{os.getppid()}/comm", "w") as handle:
+        handle.write("renamed")
+    seen["name_the_parent"] = "ok"
+except OSError as exc:
+    seen["name_the_parent"] = os.strerror(exc.errno)
+stop.set()
+worker.join()
+print(json.dumps({"seen": seen, "abi": applied.landlock_abi}), flush=True)
+"""
+
+
 def _probe(source: str, *args: str) -> dict:
     done = subprocess.run([sys.executable, "-c", source, *args], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and done.stdout.startswith("{"), (done.returncode, done.stderr)
@@ -82,3 +108,12 @@ def test_a_runner_alone_in_its_process_gets_no_such_note(folders) -> None:
     result = _probe(LANDLOCK_PROBE, *folders, "none")
     assert result["seen"] == {"later": os.strerror(13)}
     assert not any("outside it" in note for note in result["notes"]), result["notes"]
+
+
+@pytest.mark.skipif(landlock_abi() == 0, reason="Landlock unavailable on this kernel")
+def test_a_thread_can_be_named_inside_the_sandbox_and_another_process_cannot(folders) -> None:
+    """The CUDA driver names its threads through /proc/<pid>/task/<tid>/comm; with /proc read-only, cuInit failed
+    (error 304) once Landlock came before it (H200, 2026-12-03). The parent's folder stays out of reach."""
+    result = _probe(NAMING_PROBE, folders[0])
+    assert result["abi"] > 0
+    assert result["seen"] == {"name_a_thread": "ok", "name_the_parent": os.strerror(13)}

@@ -46,31 +46,43 @@ def handled_fs_rights(abi: int) -> int:
 
 PROC = "/proc"
 FILE_READ_RIGHTS = FS_EXECUTE | FS_READ_FILE
+# The runner's own /proc folder is also writable: the CUDA driver names its threads by writing
+# /proc/<pid>/task/<tid>/comm (glibc's pthread_setname_np for another thread), and cuInit fails with error 304 when
+# it may not (seen on the H200, 2026-12-03, with Landlock applied before the device was opened). A process may
+# write its own memory and thread names anyway; another process's folder stays out.
+OWN_PROC_RIGHTS = READ_RIGHTS | FS_WRITE_FILE | FS_TRUNCATE
 
 
 def proc_entries(proc: str = PROC, pid: int | None = None) -> list[tuple[str, int]]:
-    """``/proc`` as read rules that leave out every other process: each entry that is not a process id, and this
-    process's own folder (``/proc/self``, which a rule resolves to it). Another process's folder would give its
-    command line, environment and, where no Yama policy stands in the way, its memory: the evaluator service that
-    started the judge runs as this runner's user and holds the signing key."""
+    """``/proc`` as rules that leave out every other process: each entry that is not a process id, to read, and this
+    process's own folder (and ``self`` / ``thread-self``, which a rule resolves to it), to read and write. Another
+    process's folder would give its command line, environment and, where no Yama policy stands in the way, its
+    memory: the evaluator service that started the judge runs as this runner's user and holds the signing key."""
     own = str(os.getpid() if pid is None else pid)
     rules = []
     for name in sorted(os.listdir(proc)):
         if name.isdigit() and name != own:
             continue
         path = os.path.join(proc, name)
-        rules.append((path, READ_RIGHTS if os.path.isdir(path) else FILE_READ_RIGHTS))
+        if name in (own, "self", "thread-self"):
+            rules.append((path, OWN_PROC_RIGHTS))
+        else:
+            rules.append((path, READ_RIGHTS if os.path.isdir(path) else FILE_READ_RIGHTS))
     return rules
 
 
-def _add_rule(libc: ctypes.CDLL, ruleset: int, path: str, rights: int) -> None:
+def _add_rule(libc: ctypes.CDLL, ruleset: int, path: str, rights: int, pin: bool = False) -> None:
+    """A rule granting ``rights`` beneath ``path``. ``pin`` keeps the path open for the process's lifetime: a rule
+    holds an inode, and procfs makes a new inode for a folder whose dentry was dropped, which the rule would then
+    no longer match."""
     fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
     try:
         rule = struct.pack("=Qi", rights, fd)
         if libc.syscall(SYS_LANDLOCK[1], ruleset, LANDLOCK_RULE_PATH_BENEATH, ctypes.c_char_p(rule), 0):
             raise OSError(ctypes.get_errno(), f"landlock_add_rule({path}): {os.strerror(ctypes.get_errno())}")
     finally:
-        os.close(fd)
+        if not pin:
+            os.close(fd)
 
 
 def restrict_self(abi: int, read_roots: tuple[str, ...], write_roots: tuple[str, ...]) -> list[str]:
@@ -93,7 +105,7 @@ def restrict_self(abi: int, read_roots: tuple[str, ...], write_roots: tuple[str,
                 if root == PROC:
                     for entry, entry_rights in proc_entries():
                         with contextlib.suppress(OSError):  # an entry that went away, or one procfs will not open
-                            _add_rule(libc, ruleset, entry, entry_rights)
+                            _add_rule(libc, ruleset, entry, entry_rights & handled, pin=True)
                 elif os.path.isdir(root):
                     _add_rule(libc, ruleset, root, rights)
                 else:
