@@ -94,13 +94,13 @@ def test_the_rules_after_these_still_hold() -> None:
 
 
 def test_proc_is_granted_without_any_other_process(tmp_path) -> None:
-    from quaere.runner.landlock import FILE_READ_RIGHTS, OWN_PROC_RIGHTS, READ_RIGHTS, proc_entries
+    from quaere.runner.landlock import FILE_READ_RIGHTS, OWN_TASK_RIGHTS, READ_RIGHTS, proc_entries
 
-    for name in ("1", "22", "4242", "sys", "driver"):
+    for name in ("1", "22", "4242", "4242/task", "22/task", "sys", "driver"):
         (tmp_path / name).mkdir()
     (tmp_path / "cpuinfo").write_text("")
     (tmp_path / "self").symlink_to(tmp_path / "4242")
     assert proc_entries(str(tmp_path), pid=4242) == [
-        (str(tmp_path / "4242"), OWN_PROC_RIGHTS), (str(tmp_path / "cpuinfo"), FILE_READ_RIGHTS),
-        (str(tmp_path / "driver"), READ_RIGHTS), (str(tmp_path / "self"), OWN_PROC_RIGHTS),
-        (str(tmp_path / "sys"), READ_RIGHTS)]
+        (str(tmp_path / "4242"), READ_RIGHTS), (str(tmp_path / "cpuinfo"), FILE_READ_RIGHTS),
+        (str(tmp_path / "driver"), READ_RIGHTS), (str(tmp_path / "self"), READ_RIGHTS),
+        (str(tmp_path / "sys"), READ_RIGHTS), (str(tmp_path / "4242" / "task"), OWN_TASK_RIGHTS)]

@@ -67,12 +67,13 @@ worker.start()
 libc = ctypes.CDLL(None, use_errno=True)
 named = libc.pthread_setname_np(ctypes.c_ulong(worker.ident), b"worker")
 seen = {"name_a_thread": "ok" if named == 0 else os.strerror(named)}
-try:
-    with open(f"/proc/{os.getppid()}/comm", "w") as handle:
-        handle.write("renamed")
-    seen["name_the_parent"] = "ok"
-except OSError as exc:
-    seen["name_the_parent"] = os.strerror(exc.errno)
+for key, path in (("name_the_parent", f"/proc/{os.getppid()}/comm"), ("own_process_folder", "/proc/self/comm")):
+    try:
+        with open(path, "w") as handle:
+            handle.write("renamed")
+        seen[key] = "ok"
+    except OSError as exc:
+        seen[key] = os.strerror(exc.errno)
 stop.set()
 worker.join()
 print(json.dumps({"seen": seen, "abi": applied.landlock_abi}), flush=True)
@@ -113,7 +114,9 @@ def test_a_runner_alone_in_its_process_gets_no_such_note(folders) -> None:
 @pytest.mark.skipif(landlock_abi() == 0, reason="Landlock unavailable on this kernel")
 def test_a_thread_can_be_named_inside_the_sandbox_and_another_process_cannot(folders) -> None:
     """The CUDA driver names its threads through /proc/<pid>/task/<tid>/comm; with /proc read-only, cuInit failed
-    (error 304) once Landlock came before it (H200, 2026-12-03). The parent's folder stays out of reach."""
+    (error 304) once Landlock came before it (H200, 2026-12-03). The parent's folder stays out of reach, and the
+    runner's process-wide files (``autogroup``, whose nice it shares with the judge, and the like) read-only."""
     result = _probe(NAMING_PROBE, folders[0])
     assert result["abi"] > 0
-    assert result["seen"] == {"name_a_thread": "ok", "name_the_parent": os.strerror(13)}
+    assert result["seen"] == {"name_a_thread": "ok", "name_the_parent": os.strerror(13),
+                              "own_process_folder": os.strerror(13)}

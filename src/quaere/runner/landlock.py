@@ -46,28 +46,30 @@ def handled_fs_rights(abi: int) -> int:
 
 PROC = "/proc"
 FILE_READ_RIGHTS = FS_EXECUTE | FS_READ_FILE
-# The runner's own /proc folder is also writable: the CUDA driver names its threads by writing
-# /proc/<pid>/task/<tid>/comm (glibc's pthread_setname_np for another thread), and cuInit fails with error 304 when
-# it may not (seen on the H200, 2026-12-03, with Landlock applied before the device was opened). A process may
-# write its own memory and thread names anyway; another process's folder stays out.
-OWN_PROC_RIGHTS = READ_RIGHTS | FS_WRITE_FILE | FS_TRUNCATE
+# The runner's own threads' folders (/proc/<pid>/task) are also writable: the CUDA driver names its threads by
+# writing /proc/<pid>/task/<tid>/comm (glibc's pthread_setname_np for another thread), and cuInit fails with error
+# 304 when it may not (seen on the H200, 2026-12-03, with Landlock applied before the device was opened). A process
+# may write its own threads' names and memory anyway; its process-wide files (autogroup, ...) stay read-only, and
+# another process's folder out of reach.
+OWN_TASK_RIGHTS = READ_RIGHTS | FS_WRITE_FILE | FS_TRUNCATE
 
 
 def proc_entries(proc: str = PROC, pid: int | None = None) -> list[tuple[str, int]]:
-    """``/proc`` as rules that leave out every other process: each entry that is not a process id, to read, and this
-    process's own folder (and ``self`` / ``thread-self``, which a rule resolves to it), to read and write. Another
-    process's folder would give its command line, environment and, where no Yama policy stands in the way, its
-    memory: the evaluator service that started the judge runs as this runner's user and holds the signing key."""
+    """``/proc`` as rules that leave out every other process: each entry that is not a process id, and this
+    process's own folder (``/proc/self``, which a rule resolves to it), to read; its threads' folder to read and
+    write. Another process's folder would give its command line, environment and, where no Yama policy stands in
+    the way, its memory: the evaluator service that started the judge runs as this runner's user and holds the
+    signing key."""
     own = str(os.getpid() if pid is None else pid)
     rules = []
     for name in sorted(os.listdir(proc)):
         if name.isdigit() and name != own:
             continue
         path = os.path.join(proc, name)
-        if name in (own, "self", "thread-self"):
-            rules.append((path, OWN_PROC_RIGHTS))
-        else:
-            rules.append((path, READ_RIGHTS if os.path.isdir(path) else FILE_READ_RIGHTS))
+        rules.append((path, READ_RIGHTS if os.path.isdir(path) else FILE_READ_RIGHTS))
+    tasks = os.path.join(proc, own, "task")
+    if os.path.isdir(tasks):
+        rules.append((tasks, OWN_TASK_RIGHTS))
     return rules
 
 
