@@ -120,5 +120,7 @@ def test_host_code_the_driver_calls_back_runs_inside_the_sandbox(fa_task, option
     evaluation = run_evaluation(fa_task, write_gpu_candidate(tmp_path, attack, target), quick)
     print(f"\n{attack} ({evaluation.isolation.summary}): "
           f"{sorted({v.verdict.value for v in evaluation.correctness})}")
+    # The runner got as far as its sandbox (a runner that died opening the device writes nothing either).
+    assert evaluation.isolation.seccomp and evaluation.isolation.landlock_abi > 0, evaluation.isolation
     assert any("outside it" in note for note in evaluation.isolation.notes), evaluation.isolation.notes
     assert not target.exists(), target.read_text()
