@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import shutil
+import threading
 from pathlib import Path
 
 from quaere.evaluate.build import build_source, parse_depfile
@@ -50,8 +51,12 @@ def test_missing_compiler_is_a_build_failure(cpu_task, tmp_path: Path) -> None:
 def test_a_source_edited_during_its_build_is_not_built_nor_cached(cpu_task, tmp_path: Path) -> None:
     source = tmp_path / "k.cpp"
     shutil.copyfile(cpu_task.initial_kernel, source)
-    editing = cpu_task.spec.build + " && echo //edited >> {source}"
-    spec = cpu_task.spec.model_copy(update={"build": editing})
-    result = build_source(spec, source, tmp_path / "cache", cpu_task.folder)
+    # The build (which may read the source but not write it) waits until the edit, made from outside, is there.
+    waiting = cpu_task.spec.build + " && until grep -q //edited {source}; do sleep 0.05; done"
+    spec = cpu_task.spec.model_copy(update={"build": waiting})
+    editor = threading.Timer(0.2, lambda: source.write_text(source.read_text() + "//edited\n"))
+    editor.start()
+    result = build_source(spec, source, tmp_path / "cache", cpu_task.folder, timeout_s=60.0)
+    editor.join()
     assert result.status is BuildStatus.BUILD_FAILED and "changed while it was being built" in result.log_tail
     assert [p.name for p in (tmp_path / "cache").iterdir()] == []

@@ -18,8 +18,10 @@ import shutil
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
+from quaere.evaluate import isolation
 from quaere.messages import printable
 from quaere.records import BuildResult, BuildStatus
 from quaere.task.spec import TaskSpec
@@ -125,11 +127,37 @@ def _cached(folder: Path, template: str, source: Path) -> tuple[BuildResult | No
     return _for_source(result, saved, template, source, folder), ""
 
 
+def _toolchain_folders(path: str) -> list[str]:
+    """Where the build's programs may live besides the system folders: each ``PATH`` entry and, for one named
+    ``bin``, the prefix above it (a toolkit keeps ``include``, ``lib`` and the like beside its ``bin``), unless that is
+    the root folder."""
+    folders = []
+    for entry in filter(None, path.split(os.pathsep)):
+        folders.append(entry)
+        prefix = os.path.dirname(os.path.normpath(entry))
+        if os.path.basename(os.path.normpath(entry)) == "bin" and prefix != os.path.dirname(prefix):  # never "/"
+            folders.append(prefix)
+    return folders
+
+
+def _confined(command: str, source: Path, workdir: Path, scratch: Path, unreadable: Iterable[str]) -> list[str]:
+    """The build command under Landlock: it reads the system, toolchain (``PATH``) and Python folders, the task folder
+    and the source's folder (less ``unreadable``), and writes only its scratch folder (its TMPDIR too) and ``/dev``. A
+    candidate's ``#include`` of another file (the service's signing key, which a compiler error would quote into
+    the record) then fails. The wrapper starts in the scratch folder (nothing there shadows a module) and changes
+    to ``workdir`` before the command."""
+    reads = isolation.read_roots([str(source)], os.environ, str(scratch), unreadable,
+                                 folders=[str(workdir), *_toolchain_folders(os.environ.get("PATH", ""))])
+    return isolation.confined_command(f"cd {shlex.quote(str(workdir))} && {command}", reads, (str(scratch), "/dev"))
+
+
 def build_source(
-    spec: TaskSpec, source: Path, cache_dir: Path, workdir: Path, timeout_s: float = 900.0
+    spec: TaskSpec, source: Path, cache_dir: Path, workdir: Path, timeout_s: float = 900.0,
+    unreadable: Iterable[str] = (),
 ) -> BuildResult:
-    """Build ``source`` with the task's command (run in ``workdir``, the task folder); never raises on a
-    compile error, a missing compiler or a timeout: those are ``BUILD_FAILED`` with the log's tail."""
+    """Build ``source`` with the task's command (run in ``workdir``, the task folder, confined: see
+    :func:`_confined`); never raises on a compile error, a missing compiler or a timeout: those are
+    ``BUILD_FAILED`` with the log's tail."""
     source = source.resolve()
     source_bytes = source.read_bytes()
     key = build_key(spec.build, source_bytes)
@@ -145,8 +173,8 @@ def build_source(
     started = time.monotonic()
     try:
         run = subprocess.run(
-            command, shell=True, cwd=workdir, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            timeout=timeout_s, check=False,
+            _confined(command, source, workdir, scratch, unreadable), cwd=scratch, stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, timeout=timeout_s, check=False, env={**os.environ, "TMPDIR": str(scratch)},
         )
         log, code = run.stdout.decode(errors="replace"), run.returncode
     except subprocess.TimeoutExpired as exc:

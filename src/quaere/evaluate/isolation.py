@@ -12,6 +12,7 @@ The environment is rebuilt from a short list rather than inherited: an agent tha
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from collections.abc import Iterable, Mapping
@@ -36,9 +37,9 @@ def _existing(paths: Iterable[str]) -> list[str]:
 
 
 def read_roots(libraries: Iterable[str], env: Mapping[str, str], cwd: str,
-               unreadable: Iterable[str] = ()) -> tuple[str, ...]:
-    """Folders the runner may read: system, Python, quaere, CUDA, and each library's own folder, less every
-    folder of ``unreadable`` (:func:`carve`).
+               unreadable: Iterable[str] = (), folders: Iterable[str] = ()) -> tuple[str, ...]:
+    """Folders the runner (or the build) may read: system, Python, quaere, CUDA, each library's own folder and
+    ``folders``, less every folder of ``unreadable`` (:func:`carve`).
 
     ``cwd`` (where ``quaere eval`` was started, often the workspace) is left out even when it is on
     ``sys.path``: the runner starts in its scratch folder and never needs it.
@@ -49,7 +50,7 @@ def read_roots(libraries: Iterable[str], env: Mapping[str, str], cwd: str,
     cuda = [env.get("CUDA_HOME", ""), "/usr/local/cuda", "/usr/local/nvidia"]
     library_paths = env.get("LD_LIBRARY_PATH", "").split(":")
     own = [os.path.dirname(os.path.realpath(lib)) for lib in libraries]
-    roots = _existing([*SYSTEM_READ_ROOTS, *python, *path_entries, *package, *cuda, *library_paths, *own])
+    roots = _existing([*SYSTEM_READ_ROOTS, *python, *path_entries, *package, *cuda, *library_paths, *own, *folders])
     for secret in unreadable:
         roots = [kept for root in roots for kept in carve(Path(root), Path(os.path.realpath(secret)))]
     return tuple(dict.fromkeys(roots))
@@ -79,6 +80,12 @@ def carve(root: Path, secret: Path) -> list[str]:
         elif entry.is_dir() and not (real.is_relative_to(secret) or secret.is_relative_to(real)):
             kept.append(str(entry))
     return kept
+
+
+def confined_command(command: str, reads: Iterable[str], writes: Iterable[str]) -> list[str]:
+    """``command`` (a shell line) as the argv that runs it under Landlock (:mod:`quaere.runner.confine`)."""
+    roots = json.dumps({"reads": list(reads), "writes": list(writes)})
+    return [sys.executable, "-m", "quaere.runner.confine", roots, command]
 
 
 def runner_env(base: Mapping[str, str], scratch: Path, extra: Mapping[str, str]) -> dict[str, str]:

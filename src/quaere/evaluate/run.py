@@ -131,12 +131,14 @@ def run_evaluation(task: Task, candidate: Path, options: EvalOptions, progress: 
     source_bytes = candidate.read_bytes()
     candidate_hash = hashlib.sha256(source_bytes).hexdigest()  # build_source refuses a file that changes under it
     progress.begin("build", 1)
-    build = build_source(task.spec, candidate, cache / "builds", task.folder, options.build_timeout_s)
+    build = build_source(task.spec, candidate, cache / "builds", task.folder, options.build_timeout_s,
+                         options.unreadable)
     if build.status is BuildStatus.OK and content_hash(candidate) != candidate_hash:
         build = build.model_copy(update={"status": BuildStatus.BUILD_FAILED, "artifact": "",
                                          "log_tail": f"[quaere] {candidate} changed during the build; evaluate again"})
     progress.advance(f"build: {build.status.value}")
-    initial = build_source(task.spec, task.initial_kernel, cache / "builds", task.folder, options.build_timeout_s)
+    initial = build_source(task.spec, task.initial_kernel, cache / "builds", task.folder, options.build_timeout_s,
+                           options.unreadable)
     reference = initial if initial.status is BuildStatus.OK else None
     snapshot = _snapshot(source_bytes, candidate_hash, candidate.suffix, cache)
     audit, audit_note = ((_static_audit(build, task.spec.banned, snapshot, task.folder, reference))

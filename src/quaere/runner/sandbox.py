@@ -141,6 +141,11 @@ def make_undumpable() -> None:
     _prctl(PR_SET_DUMPABLE, 0)
 
 
+def no_new_privileges() -> None:
+    """No exec from here on may gain privileges (setuid, file capabilities); Landlock and seccomp require it."""
+    _prctl(PR_SET_NO_NEW_PRIVS, 1)
+
+
 def die_with_parent() -> None:
     """SIGKILL this process when its parent dies (the judge), so no runner outlives an evaluation."""
     _prctl(PR_SET_PDEATHSIG, 9)
@@ -229,7 +234,7 @@ def apply(policy: Policy) -> Applied:
         applied.notes.append("sandbox disabled by the evaluator's options")
         return applied
     earlier = running_threads() - 1
-    _prctl(PR_SET_NO_NEW_PRIVS, 1)
+    no_new_privileges()
     if policy.landlock:
         abi = landlock.landlock_abi()
         if abi == 0:
