@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import ctypes
 import shutil
+import subprocess
+import sys
 import threading
 from pathlib import Path
+
+import pytest
 
 from quaere.evaluate.build import build_source, parse_depfile
 from quaere.records import BuildStatus
@@ -60,3 +64,11 @@ def test_a_source_edited_during_its_build_is_not_built_nor_cached(cpu_task, tmp_
     editor.join()
     assert result.status is BuildStatus.BUILD_FAILED and "changed while it was being built" in result.log_tail
     assert [p.name for p in (tmp_path / "cache").iterdir()] == []
+
+
+@pytest.mark.parametrize("roots, named", [("not json", "JSONDecodeError"), ('{"reads": []}', "'writes'")])
+def test_the_confinement_wrapper_names_what_is_wrong_with_its_roots(roots: str, named: str) -> None:
+    done = subprocess.run([sys.executable, "-m", "quaere.runner.confine", roots, "echo ran"], capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 2 and "ran" not in done.stdout
+    assert "'reads' and 'writes'" in done.stderr and named in done.stderr and "Traceback" not in done.stderr

@@ -40,8 +40,6 @@ from quaere.evaluate.shared import BufferPool, allocator_for
 from quaere.runner.sandbox import die_with_parent, make_undumpable
 from quaere.task.loader import load_task
 
-PR_SET_PDEATHSIG = 1
-
 
 def _init(request: InitRequest) -> tuple[JudgeState, InitReply]:
     task = load_task(request.task)

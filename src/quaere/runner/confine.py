@@ -25,15 +25,25 @@ def main(argv: list[str]) -> None:
     if len(argv) != 3:
         sys.stderr.write("usage: python -m quaere.runner.confine '{\"reads\": [...], \"writes\": [...]}' COMMAND\n")
         sys.exit(2)
-    roots = json.loads(argv[1])
+    try:
+        roots = json.loads(argv[1])
+        reads, writes = tuple(map(str, roots["reads"])), tuple(map(str, roots["writes"]))
+    except (ValueError, KeyError, TypeError) as exc:
+        sys.stderr.write(f"quaere.runner.confine: the first argument must be JSON with lists 'reads' and 'writes' "
+                         f"(folders); got {argv[1][:200]!r}: {type(exc).__name__}: {exc}\n")
+        sys.exit(2)
     abi = landlock.landlock_abi()
     if abi == 0:
         sys.stderr.write(UNCONFINED + "\n")
     else:
         sandbox.no_new_privileges()
-        landlock.restrict_self(abi, tuple(roots["reads"]), tuple(roots["writes"]))
+        landlock.restrict_self(abi, reads, writes)
     sys.stderr.flush()
-    os.execvp("sh", ["sh", "-c", argv[2]])
+    try:
+        os.execvp("sh", ["sh", "-c", argv[2]])
+    except OSError as exc:  # e.g. read roots without the shell's folder
+        sys.stderr.write(f"quaere.runner.confine: could not start sh inside the read roots {list(reads)}: {exc}\n")
+        sys.exit(127)
 
 
 if __name__ == "__main__":
