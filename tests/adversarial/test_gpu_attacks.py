@@ -100,15 +100,7 @@ def test_content_memoization_gains_nothing(fa_task, options: EvalOptions, tmp_pa
         assert ratio < 1.05 * honest[config][1], (config, ratio, honest[config])
 
 
-# Measured on the H200 on 2026-12-03 (docs/runs/2026-12-03/stage18/call3-host-callbacks.log): a user object's
-# destructor runs on a driver thread started before the sandbox and wrote the file. The other three made the driver
-# start a thread, which the sandbox refuses (sandbox_violation). Strict: the day the gap closes, this xfail fails.
-DRIVER_THREAD_GAP = pytest.mark.xfail(strict=True, reason="a driver thread started before the sandbox is outside it "
-                                      "(docs/security.md, 'not defended')")
-
-
-@pytest.mark.parametrize("attack", [pytest.param(attack, marks=DRIVER_THREAD_GAP)
-                                    if attack == "user_object_destructor" else attack for attack in HOST_CALLBACKS])
+@pytest.mark.parametrize("attack", HOST_CALLBACKS)
 def test_host_code_the_driver_calls_back_runs_inside_the_sandbox(fa_task, options: EvalOptions, tmp_path: Path,
                                                                    attack: str) -> None:
     """The CUDA driver calls host code back (a host function, a stream callback, a graph's host node, a user
@@ -122,5 +114,5 @@ def test_host_code_the_driver_calls_back_runs_inside_the_sandbox(fa_task, option
           f"{sorted({v.verdict.value for v in evaluation.correctness})}")
     # The runner got as far as its sandbox (a runner that died opening the device writes nothing either).
     assert evaluation.isolation.seccomp and evaluation.isolation.landlock_abi > 0, evaluation.isolation
-    assert any("outside it" in note for note in evaluation.isolation.notes), evaluation.isolation.notes
+    assert not any("outside it" in note for note in evaluation.isolation.notes), evaluation.isolation.notes
     assert not target.exists(), target.read_text()

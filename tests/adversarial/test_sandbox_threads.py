@@ -1,7 +1,7 @@
 """Threads that run before the runner locks itself in: in a GPU runner, the CUDA driver's, on which the driver runs
-host code the candidate hands it (a user object's destructor escaped that way on the H200, 2026-12-03). Neither
-Landlock nor seccomp (as installed) binds them, so the record must say they are outside. Each probe is a real
-child process."""
+host code the candidate hands it (a user object's destructor escaped that way on the H200, 2026-12-03). seccomp
+binds them (TSYNC); Landlock cannot (no thread synchronisation at ABI 7), so the runner locks its files before the
+driver starts them, and a thread left outside is named in the record. Each probe is a real child process."""
 
 from __future__ import annotations
 
@@ -13,6 +13,32 @@ import sys
 import pytest
 
 from quaere.runner.landlock import landlock_abi
+
+SECCOMP_PROBE = r"""
+import json, os, sys, threading
+from quaere.runner import sandbox
+
+go, done, seen = threading.Event(), threading.Event(), {}
+
+
+def earlier_thread():
+    go.wait()
+    try:
+        os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))  # this thread's class: refused by the filter
+        seen["batch_class"] = "ok"
+    except OSError as exc:
+        seen["batch_class"] = os.strerror(exc.errno)
+    done.set()
+
+
+threading.Thread(target=earlier_thread).start()
+if sys.argv[1] == "filter":
+    applied = sandbox.apply(sandbox.Policy(seccomp=True, landlock=False, threads=True))
+    assert applied.seccomp, applied.notes
+go.set()
+done.wait()
+print(json.dumps(seen), flush=True)
+"""
 
 LANDLOCK_PROBE = r"""
 import json, os, sys, threading
@@ -84,6 +110,11 @@ def _probe(source: str, *args: str) -> dict:
     done = subprocess.run([sys.executable, "-c", source, *args], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and done.stdout.startswith("{"), (done.returncode, done.stderr)
     return json.loads(done.stdout.splitlines()[0])
+
+
+def test_the_filter_binds_a_thread_that_was_running_before_it() -> None:
+    assert _probe(SECCOMP_PROBE, "none") == {"batch_class": "ok"}  # the premise: unfiltered, the call passes
+    assert _probe(SECCOMP_PROBE, "filter") == {"batch_class": os.strerror(1)}
 
 
 @pytest.fixture

@@ -1,11 +1,12 @@
 """What the runner locks itself into before it loads the candidate: no new privileges, Landlock
 (:mod:`quaere.runner.landlock`), seccomp.
 
-Both bind the thread that installs them and the threads it starts afterwards, not a thread already running: in
-a GPU runner the CUDA driver's threads, started when the device is opened, stay outside, and host code the
-candidate hands the driver can run there (a user object's destructor wrote outside the scratch folder on the
-H200, 2026-12-03). The record names those threads (:func:`apply`'s note); docs/security.md, "What is not
-defended", says what was tried against it.
+In two steps, because each binds only some threads. :func:`lock_files` (no new privileges, Landlock) comes before
+the runner opens the device: a Landlock domain binds the threads started after it, and the CUDA driver starts its
+own, on which it runs host code the candidate hands it (a user object's destructor wrote outside the scratch folder
+that way on the H200, 2026-12-03, when the runner locked itself in after opening the device). :func:`lock_syscalls`
+(seccomp) comes once the device is open, before the candidate is loaded; its filter is installed with
+``SECCOMP_FILTER_FLAG_TSYNC``, so it binds every thread of the process, the driver's included.
 
 * **seccomp** (a BPF filter, irrevocable once installed): no new processes (fork, vfork, clone without
   ``CLONE_THREAD``, exec), no new threads unless the policy allows them, no ptrace or cross-process memory access,
@@ -36,8 +37,9 @@ from quaere.runner import landlock
 
 PR_SET_NO_NEW_PRIVS = 38
 PR_SET_PDEATHSIG = 1
-PR_SET_SECCOMP = 22
-SECCOMP_MODE_FILTER = 2
+SECCOMP_SET_MODE_FILTER = 1
+SECCOMP_FILTER_FLAG_TSYNC = 1
+SYS_SECCOMP = {"x86_64": 317, "aarch64": 277}
 PR_SET_DUMPABLE = 4
 PR_SET_PTRACER = 0x59616D61
 CLONE_THREAD = 0x00010000
@@ -208,6 +210,8 @@ def _refusals(arch: str, nr: dict[str, int], pid: int) -> list[bytes]:
 
 
 def _install_seccomp(program: bytes) -> None:
+    """Install ``program`` on every thread of this process (TSYNC): the CUDA driver's threads, started before the
+    filter, would otherwise stay outside it."""
     count = len(program) // 8
     buffer = ctypes.create_string_buffer(program, len(program))
 
@@ -215,7 +219,13 @@ def _install_seccomp(program: bytes) -> None:
         _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
 
     prog = Prog(count, ctypes.addressof(buffer))
-    if _libc().prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0) != 0:
+    number = SYS_SECCOMP.get(platform.machine())
+    if number is None:
+        raise OSError(f"no seccomp call number for architecture {platform.machine()}")
+    result = _libc().syscall(number, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, ctypes.byref(prog))
+    if result > 0:  # the id of a thread that could not take the filter; then no thread has it
+        raise OSError(f"seccomp filter refused: thread {result} could not be synchronised")
+    if result != 0:
         raise OSError(ctypes.get_errno(), f"seccomp filter refused: {os.strerror(ctypes.get_errno())}")
 
 
@@ -224,26 +234,33 @@ def running_threads() -> int:
     return len(os.listdir("/proc/self/task"))
 
 
-def apply(policy: Policy) -> Applied:
-    """Lock this process in. Order: no-new-privs (needed by both), Landlock, then seccomp last (its filter
-    would refuse nothing Landlock needs, but last keeps the rule simple: nothing runs unfiltered after it).
-    Both bind this thread and the threads it starts from now on; a thread already running (in a GPU runner, the
-    CUDA driver's) stays outside both, and the record says so."""
+def lock_files(policy: Policy) -> Applied:
+    """No new privileges and Landlock, for this thread and every thread started after it: called before the device
+    is opened (see the module's docstring). A thread already running stays outside, and the record says so."""
     applied = Applied(threads_allowed=True)
     if not (policy.seccomp or policy.landlock):
         applied.notes.append("sandbox disabled by the evaluator's options")
         return applied
-    earlier = running_threads() - 1
     no_new_privileges()
-    if policy.landlock:
-        abi = landlock.landlock_abi()
-        if abi == 0:
-            applied.notes.append("Landlock unavailable on this kernel: file-system confinement not in force")
-        else:
-            skipped = landlock.restrict_self(abi, policy.read_roots, policy.write_roots)
-            applied.landlock_abi = abi
-            if skipped:
-                applied.notes.append(f"landlock roots absent here: {', '.join(skipped)}")
+    if not policy.landlock:
+        return applied
+    abi = landlock.landlock_abi()
+    if abi == 0:
+        applied.notes.append("Landlock unavailable on this kernel: file-system confinement not in force")
+        return applied
+    earlier = running_threads() - 1
+    skipped = landlock.restrict_self(abi, policy.read_roots, policy.write_roots)
+    applied.landlock_abi = abi
+    if earlier > 0:
+        applied.notes.append(f"{earlier} thread(s) running before Landlock are outside it")
+    if skipped:
+        applied.notes.append(f"landlock roots absent here: {', '.join(skipped)}")
+    return applied
+
+
+def lock_syscalls(policy: Policy, applied: Applied) -> Applied:
+    """seccomp on every thread of the process (``applied`` is :func:`lock_files`'s answer, completed here): called
+    once the device is open, before the candidate is loaded."""
     if policy.seccomp:
         try:
             _install_seccomp(seccomp_program(platform.machine(), os.getpid(), policy.threads))
@@ -252,7 +269,9 @@ def apply(policy: Policy) -> Applied:
         else:
             applied.seccomp = True
             applied.threads_allowed = policy.threads
-    if earlier > 0 and (applied.seccomp or applied.landlock_abi):
-        applied.notes.append(f"{earlier} thread(s) running before the sandbox (a GPU runner's: the CUDA driver's) "
-                             "are outside it, and host code the driver runs on them is not confined")
     return applied
+
+
+def apply(policy: Policy) -> Applied:
+    """Both steps at once, for a process with nothing to open in between."""
+    return lock_syscalls(policy, lock_files(policy))

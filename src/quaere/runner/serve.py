@@ -1,9 +1,10 @@
 """The runner's loop: one JSON request per datagram on a ``SOCK_SEQPACKET`` socket, one JSON reply each.
 
 Start-up, in this order: die with the parent, point fd 1 at stderr (kernel ``printf`` never reaches the
-protocol), open the device (CUDA primary context, one stream, two events), say ``ready`` and wait for
-``load`` (the judge reads this process's memory maps in between: its picture *before* any candidate code),
-apply the sandbox, ``dlopen`` the library (its constructors run sandboxed), resolve the entry point.
+protocol), lock the files (Landlock: before the device, so that the CUDA driver's threads start inside it), open
+the device (CUDA primary context, one stream, two events), say ``ready`` and wait for ``load`` (the judge reads
+this process's memory maps in between: its picture *before* any candidate code), lock the system calls (seccomp,
+on every thread), ``dlopen`` the library (its constructors run sandboxed), resolve the entry point.
 
 Requests (``op``): ``map`` buffers (CUDA IPC handles, or shared-memory file descriptors passed with the
 message), ``unmap`` them, ``call`` the entry point on typed arguments (timed or not), ``exit``.
@@ -230,9 +231,8 @@ def _receive(channel: socket.socket, spin_s: float) -> tuple[dict | None, list[i
     return json.loads(data), list(fds)
 
 
-def _load(state: State, config: dict, channel: socket.socket) -> bool:
-    policy = sandbox.Policy(**{k: (tuple(v) if isinstance(v, list) else v) for k, v in config["policy"].items()})
-    applied = sandbox.apply(policy)
+def _load(state: State, config: dict, channel: socket.socket, locked: sandbox.Applied) -> bool:
+    applied = sandbox.lock_syscalls(_policy(config), locked)
     report = {"seccomp": applied.seccomp, "landlock_abi": applied.landlock_abi,
               "threads_allowed": applied.threads_allowed, "notes": applied.notes}
     library = config.get("library")
@@ -247,12 +247,17 @@ def _load(state: State, config: dict, channel: socket.socket) -> bool:
     return True
 
 
+def _policy(config: dict) -> sandbox.Policy:
+    return sandbox.Policy(**{k: (tuple(v) if isinstance(v, list) else v) for k, v in config["policy"].items()})
+
+
 def serve(config: dict, channel: socket.socket) -> None:
+    locked = sandbox.lock_files(_policy(config))
     state = State(Device.open(config["device"]))
     _send(channel, {"ok": True, "op": "ready", "pid": os.getpid()})
     spin_s = SPIN_S if state.device.driver is not None else 0.0
     request, _ = _receive(channel, spin_s)
-    if request is None or request.get("op") != "load" or not _load(state, config, channel):
+    if request is None or request.get("op") != "load" or not _load(state, config, channel, locked):
         return
     while True:
         request, fds = _receive(channel, spin_s)
