@@ -50,6 +50,60 @@ else:  # the filter's last rule, after every other: this process made undumpable
 print("alive", flush=True)
 """
 
+# What only a privileged process may do, from a root runner (the GPU hosts evaluate as root): a device node made in a
+# folder it may write (a way round Landlock's /dev rules), the machine's host name set (to its own value), and a
+# userfaultfd from /dev/userfaultfd (the system call is forbidden).
+PRIVILEGED_PROBE = r"""
+import ctypes, fcntl, json, os, socket, sys
+from quaere.runner import sandbox
+
+if sys.argv[1] == "filter":
+    applied = sandbox.apply(sandbox.Policy(seccomp=True, landlock=False))
+    assert applied.seccomp, applied.notes
+libc = ctypes.CDLL(None, use_errno=True)
+
+
+def outcome(call):
+    try:
+        call()
+        return "ok"
+    except OSError as exc:
+        return os.strerror(exc.errno)
+
+
+def same_host_name():
+    name = socket.gethostname().encode()
+    if libc.sethostname(name, len(name)) != 0:
+        raise OSError(ctypes.get_errno(), "sethostname")
+
+
+def userfaultfd_by_its_device():
+    os.close(fcntl.ioctl(os.open("/dev/userfaultfd", os.O_RDWR | os.O_CLOEXEC), 0xAA00, os.O_CLOEXEC))
+
+
+node = os.path.join(sys.argv[2], "null-again")
+print(json.dumps({"device_node": outcome(lambda: os.mknod(node, 0o600 | 0o020000, os.makedev(1, 3))),
+                  "host_name": outcome(same_host_name), "userfaultfd": outcome(userfaultfd_by_its_device)}),
+      flush=True)
+"""
+
+
+def test_a_root_runner_cannot_make_device_nodes_set_the_host_name_or_get_a_userfaultfd(tmp_path) -> None:
+    def run(mode: str, folder: str) -> dict[str, str]:
+        done = subprocess.run([sys.executable, "-c", PRIVILEGED_PROBE, mode, folder], capture_output=True, text=True,
+                              timeout=60)
+        assert done.stdout.startswith("{"), done.stderr
+        return json.loads(done.stdout.splitlines()[0])
+
+    (tmp_path / "none").mkdir()
+    (tmp_path / "filter").mkdir()
+    unfiltered = run("none", str(tmp_path / "none"))
+    calls = ("device_node", "host_name", "userfaultfd")
+    if unfiltered != dict.fromkeys(calls, "ok"):  # the premise needs root (CAP_MKNOD, CAP_SYS_ADMIN, the device)
+        pytest.skip(f"not privileged here, so nothing to refuse: {unfiltered}")
+    assert run("filter", str(tmp_path / "filter")) == dict.fromkeys(calls, os.strerror(1))
+    assert not (tmp_path / "filter" / "null-again").exists()
+
 
 @pytest.fixture(scope="module")
 def probe() -> tuple[dict[str, str], subprocess.CompletedProcess[str]]:

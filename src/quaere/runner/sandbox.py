@@ -14,8 +14,10 @@ that way on the H200, 2026-12-03, when the runner locked itself in after opening
   timers that would run candidate code outside its call, no ``PR_SET_DUMPABLE`` (the judge must keep reading the
   runner's maps). Such a call kills the whole process with SIGSYS: the judge names it ``sandbox_violation``.
   Refused with EPERM instead, since a library may try them: a scheduling class or real-time priority, a negative
-  nice, any change to another process's priority, cores, limits or memory placement, and typing into a terminal
-  (``TIOCSTI``). ``clone3`` answers ENOSYS, so glibc falls back to ``clone``, whose flags the filter can read.
+  nice, any change to another process's priority, cores, limits or memory placement, typing into a terminal
+  (``TIOCSTI``), and what only a privileged process may do to the machine (device nodes, kernel modules, clocks,
+  mounts, keyrings: :data:`PRIVILEGED`). ``clone3`` answers ENOSYS, so glibc falls back to ``clone``, whose flags
+  the filter can read.
 * **Landlock**: reads only under the listed roots (system and Python folders, the built kernel; of ``/proc`` only
   its own folder and what is no process's), writes only under the scratch folder and ``/dev``; no TCP; with
   ABI >= 6, no signals to processes outside the sandbox.
@@ -71,6 +73,15 @@ NR: dict[str, tuple[int | None, int | None]] = {
     "sched_setparam": (142, 118), "sched_setscheduler": (144, 119), "sched_setattr": (314, 274),
     "sched_setaffinity": (203, 122), "prlimit64": (302, 261), "migrate_pages": (256, 238), "move_pages": (279, 239),
     "setpriority": (141, 140), "ioprio_set": (251, 30),
+    "mknod": (133, None), "mknodat": (259, 33), "init_module": (175, 105), "finit_module": (313, 273),
+    "delete_module": (176, 106), "kexec_load": (246, 104), "kexec_file_load": (320, 294), "reboot": (169, 142),
+    "iopl": (172, None), "ioperm": (173, None), "swapon": (167, 224), "swapoff": (168, 225),
+    "pivot_root": (155, 41), "umount2": (166, 39), "open_tree": (428, 428), "move_mount": (429, 429),
+    "fsopen": (430, 430), "fsconfig": (431, 431), "fsmount": (432, 432), "fspick": (433, 433),
+    "mount_setattr": (442, 442), "acct": (163, 89), "settimeofday": (164, 170), "clock_settime": (227, 112),
+    "adjtimex": (159, 171), "clock_adjtime": (305, 266), "sethostname": (170, 161), "setdomainname": (171, 162),
+    "syslog": (103, 116), "quotactl": (179, 60), "open_by_handle_at": (304, 265), "fanotify_init": (300, 262),
+    "add_key": (248, 217), "request_key": (249, 218), "keyctl": (250, 219), "vhangup": (153, 58),
 }
 ARCHES = ("x86_64", "aarch64")
 # Always forbidden (the process dies): process creation, exec, tracing, cross-process memory, io_uring, timers and
@@ -86,6 +97,16 @@ SIGNALS = ("kill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo")
 # try). The judge and the trusted kernel's runner run as the candidate's user, so it could move them to the idle
 # class (slower on a loaded machine, the candidate faster by comparison), and as root itself to a real-time one.
 SCHEDULING = ("sched_setparam", "sched_setscheduler", "sched_setattr")
+# What only a privileged process may do to the machine, always EPERM: the answer an unprivileged user gets, so no
+# library a runner loads can depend on more (close to the set Docker's default profile refuses, plus device nodes).
+# The GPU hosts run evaluations as root: without this, candidate code could make a device node in its scratch
+# folder (done under the whole sandbox on the development machine, 2026-12-03: a way round any narrowing of
+# Landlock's /dev rules), load a kernel module, set the system clock, or open a file by handle.
+PRIVILEGED = ("mknod", "mknodat", "init_module", "finit_module", "delete_module", "kexec_load", "kexec_file_load",
+              "reboot", "iopl", "ioperm", "swapon", "swapoff", "pivot_root", "umount2", "open_tree", "move_mount",
+              "fsopen", "fsconfig", "fsmount", "fspick", "mount_setattr", "acct", "settimeofday", "clock_settime",
+              "adjtimex", "clock_adjtime", "sethostname", "setdomainname", "syslog", "quotactl", "open_by_handle_at",
+              "fanotify_init", "add_key", "request_key", "keyctl", "vhangup")
 # Calls that change where or within which limits the process named by their first argument (0: the caller) runs:
 # EPERM on another process (a core of its own, a lower limit: the same reasons).
 PLACEMENT = ("sched_setaffinity", "prlimit64", "migrate_pages", "move_pages")
@@ -96,6 +117,10 @@ PRIORITY = {"setpriority": (0, 0x80000000), "ioprio_set": (1, 0)}
 # ioctl requests refused with EPERM: typing into a terminal (TIOCSTI; allowed to root on any terminal, and Landlock
 # lets the runner open /dev/pts/* for writing) and the console's TIOCLINUX, whose selection paste does the same.
 TERMINAL_INPUT = (0x5412, 0x541C)
+# USERFAULTFD_IOC_NEW on /dev/userfaultfd (root's by default, and under the runner's /dev rules): the userfaultfd the
+# filter forbids as a system call, by another door (a root runner got one under the whole sandbox, 2026-12-03).
+USERFAULTFD_IOC_NEW = 0xAA00
+REFUSED_IOCTLS = (*TERMINAL_INPUT, USERFAULTFD_IOC_NEW)
 EPERM = 1
 
 
@@ -190,11 +215,12 @@ def seccomp_program(arch: str, pid: int, threads: bool) -> bytes:
 
 
 def _refusals(arch: str, nr: dict[str, int], pid: int) -> list[bytes]:
-    """The EPERM rules: scheduling classes, other processes' placement and priority, typing into a terminal. Each
+    """The EPERM rules: scheduling classes, privileged calls, other processes' placement and priority, typing into a
+    terminal, a userfaultfd through its device. Each
     block starts on the syscall number in the accumulator and returns, so the next block sees it too."""
     allow, deny = _stmt(RET_K, RET_ALLOW), _stmt(RET_K, RET_ERRNO | EPERM)
     body: list[bytes] = []
-    for number in syscall_numbers(arch, SCHEDULING):
+    for number in syscall_numbers(arch, SCHEDULING + PRIVILEGED):
         body += [_stmt(JEQ_K, number, 0, 1), deny]
     for number in syscall_numbers(arch, PLACEMENT):  # the target in the first argument: 0 or this process
         body += [_stmt(JEQ_K, number, 0, 5), _stmt(LD_W_ABS, _arg_low(0)), _stmt(JEQ_K, 0, 1, 0),
@@ -203,8 +229,8 @@ def _refusals(arch: str, nr: dict[str, int], pid: int) -> list[bytes]:
         body += [_stmt(JEQ_K, nr[name], 0, 9), _stmt(LD_W_ABS, _arg_low(0)), _stmt(JEQ_K, kind, 0, 6),
                  _stmt(LD_W_ABS, _arg_low(1)), _stmt(JEQ_K, 0, 1, 0), _stmt(JEQ_K, pid, 0, 3),
                  _stmt(LD_W_ABS, _arg_low(2)), _stmt(JSET_K, refused, 1, 0), allow, deny]
-    body += [_stmt(JEQ_K, nr["ioctl"], 0, 2 + 2 * len(TERMINAL_INPUT)), _stmt(LD_W_ABS, _arg_low(1))]
-    for request in TERMINAL_INPUT:
+    body += [_stmt(JEQ_K, nr["ioctl"], 0, 2 + 2 * len(REFUSED_IOCTLS)), _stmt(LD_W_ABS, _arg_low(1))]
+    for request in REFUSED_IOCTLS:
         body += [_stmt(JEQ_K, request, 0, 1), deny]
     return [*body, allow]
 
