@@ -11,7 +11,17 @@ import sys
 
 import pytest
 
-PROBE = r"""
+# The probes' way to report a call: "ok" or the error's text.
+OUTCOME = r"""
+def outcome(call):
+    try:
+        call()
+        return "ok"
+    except OSError as exc:
+        return os.strerror(exc.errno)
+"""
+
+PROBE = OUTCOME + r"""
 import ctypes, fcntl, json, os, sys, termios
 from quaere.runner import sandbox
 
@@ -20,14 +30,6 @@ _, terminal = os.openpty()
 applied = sandbox.apply(sandbox.Policy(seccomp=True, landlock=False))
 assert applied.seccomp, applied.notes
 libc = ctypes.CDLL(None, use_errno=True)
-
-
-def outcome(call):
-    try:
-        call()
-        return "ok"
-    except OSError as exc:
-        return os.strerror(exc.errno)
 
 
 cores, nice = os.sched_getaffinity(0), os.getpriority(os.PRIO_PROCESS, 0)
@@ -53,7 +55,7 @@ print("alive", flush=True)
 # What only a privileged process may do, from a root runner (the GPU hosts evaluate as root): a device node made in a
 # folder it may write (a way round Landlock's /dev rules), the machine's host name set (to its own value), and a
 # userfaultfd from /dev/userfaultfd (the system call is forbidden).
-PRIVILEGED_PROBE = r"""
+PRIVILEGED_PROBE = OUTCOME + r"""
 import ctypes, fcntl, json, os, socket, sys
 from quaere.runner import sandbox
 
@@ -61,14 +63,6 @@ if sys.argv[1] == "filter":
     applied = sandbox.apply(sandbox.Policy(seccomp=True, landlock=False))
     assert applied.seccomp, applied.notes
 libc = ctypes.CDLL(None, use_errno=True)
-
-
-def outcome(call):
-    try:
-        call()
-        return "ok"
-    except OSError as exc:
-        return os.strerror(exc.errno)
 
 
 def same_host_name():
