@@ -4,7 +4,8 @@ On the H200 (2026-12-03, docs/security.md, "GPU runners: host code on the CUDA d
 with CUDA error 304 once the runner locked itself in (no new privileges, Landlock) before opening the device.
 Each variant below runs in a fresh child: it applies one piece of the policy, then opens the device as the
 runner does (``cuInit``, primary context), and prints one line. The Landlock ABI passed down selects what the
-ruleset handles: 3 file-system rights only, 5 also TCP, 7 also the abstract-socket and signal scopes.
+ruleset handles: 3 file-system rights only, 5 also TCP, 7 also the abstract-socket and signal scopes. A child that
+opened the device also names the device nodes it holds open (what Landlock's /dev rules must let the driver open).
 
     python scripts/probe_cuinit_sandbox.py      # on a GPU machine; a table on stdout
 """
@@ -31,7 +32,14 @@ if variant["abi"]:
                            tuple(variant["writes"]))
 try:
     Driver.load().primary_context(0)
-    print("ok, threads now:", sandbox.running_threads())
+    held = set()
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            held.add(os.readlink(f"/proc/self/fd/{fd}"))
+        except OSError:  # the folder's own descriptor, closed by now
+            pass
+    held = sorted(target for target in held if target.startswith("/dev/"))
+    print("ok, threads now:", sandbox.running_threads(), "device nodes held:", " ".join(held))
 except Exception as exc:  # noqa: BLE001 - the point is the message
     print(f"{type(exc).__name__}: {exc}")
 """
