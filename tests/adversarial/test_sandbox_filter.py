@@ -53,8 +53,8 @@ print("alive", flush=True)
 """
 
 # What only a privileged process may do, from a root runner (the GPU hosts evaluate as root): a device node made in a
-# folder it may write (a way round Landlock's /dev rules), the machine's host name set (to its own value), and a
-# userfaultfd from /dev/userfaultfd (the system call is forbidden).
+# folder it may write (a way round Landlock's /dev rules), the machine's host name set (to its own value), a
+# userfaultfd from /dev/userfaultfd (the system call is forbidden), packet and raw sockets; a UDP socket stays.
 PRIVILEGED_PROBE = OUTCOME + r"""
 import ctypes, fcntl, json, os, socket, sys
 from quaere.runner import sandbox
@@ -75,14 +75,20 @@ def userfaultfd_by_its_device():
     os.close(fcntl.ioctl(os.open("/dev/userfaultfd", os.O_RDWR | os.O_CLOEXEC), 0xAA00, os.O_CLOEXEC))
 
 
+def sockets(*args):
+    socket.socket(*args).close()
+
+
 node = os.path.join(sys.argv[2], "null-again")
 print(json.dumps({"device_node": outcome(lambda: os.mknod(node, 0o600 | 0o020000, os.makedev(1, 3))),
-                  "host_name": outcome(same_host_name), "userfaultfd": outcome(userfaultfd_by_its_device)}),
-      flush=True)
+                  "host_name": outcome(same_host_name), "userfaultfd": outcome(userfaultfd_by_its_device),
+                  "packet_socket": outcome(lambda: sockets(socket.AF_PACKET, socket.SOCK_RAW, 0)),
+                  "raw_socket": outcome(lambda: sockets(socket.AF_INET, socket.SOCK_RAW | socket.SOCK_CLOEXEC, 1)),
+                  "udp_socket": outcome(lambda: sockets(socket.AF_INET, socket.SOCK_DGRAM))}), flush=True)
 """
 
 
-def test_a_root_runner_cannot_make_device_nodes_set_the_host_name_or_get_a_userfaultfd(tmp_path) -> None:
+def test_a_root_runner_cannot_do_what_only_root_may(tmp_path) -> None:
     def run(mode: str, folder: str) -> dict[str, str]:
         done = subprocess.run([sys.executable, "-c", PRIVILEGED_PROBE, mode, folder], capture_output=True, text=True,
                               timeout=60)
@@ -92,10 +98,10 @@ def test_a_root_runner_cannot_make_device_nodes_set_the_host_name_or_get_a_userf
     (tmp_path / "none").mkdir()
     (tmp_path / "filter").mkdir()
     unfiltered = run("none", str(tmp_path / "none"))
-    calls = ("device_node", "host_name", "userfaultfd")
-    if unfiltered != dict.fromkeys(calls, "ok"):  # the premise needs root (CAP_MKNOD, CAP_SYS_ADMIN, the device)
+    calls = ("device_node", "host_name", "userfaultfd", "packet_socket", "raw_socket")
+    if unfiltered != dict.fromkeys((*calls, "udp_socket"), "ok"):  # the premise needs root (CAP_MKNOD, CAP_NET_RAW...)
         pytest.skip(f"not privileged here, so nothing to refuse: {unfiltered}")
-    assert run("filter", str(tmp_path / "filter")) == dict.fromkeys(calls, os.strerror(1))
+    assert run("filter", str(tmp_path / "filter")) == {**dict.fromkeys(calls, os.strerror(1)), "udp_socket": "ok"}
     assert not (tmp_path / "filter" / "null-again").exists()
 
 

@@ -55,6 +55,7 @@ RET_ERRNO = 0x00050000
 LD_W_ABS = 0x20
 JEQ_K = 0x15
 JSET_K = 0x45
+AND_K = 0x54
 RET_K = 0x06
 
 AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
@@ -82,6 +83,7 @@ NR: dict[str, tuple[int | None, int | None]] = {
     "adjtimex": (159, 171), "clock_adjtime": (305, 266), "sethostname": (170, 161), "setdomainname": (171, 162),
     "syslog": (103, 116), "quotactl": (179, 60), "open_by_handle_at": (304, 265), "fanotify_init": (300, 262),
     "add_key": (248, 217), "request_key": (249, 218), "keyctl": (250, 219), "vhangup": (153, 58),
+    "socket": (41, 198),
 }
 ARCHES = ("x86_64", "aarch64")
 # Always forbidden (the process dies): process creation, exec, tracing, cross-process memory, io_uring, timers and
@@ -121,6 +123,9 @@ TERMINAL_INPUT = (0x5412, 0x541C)
 # filter forbids as a system call, by another door (a root runner got one under the whole sandbox, 2026-12-03).
 USERFAULTFD_IOC_NEW = 0xAA00
 REFUSED_IOCTLS = (*TERMINAL_INPUT, USERFAULTFD_IOC_NEW)
+# Sockets only root may open, EPERM (as for any other user): a packet socket (every frame on the machine's
+# interfaces, loopback included) and a raw one (forged packets). Landlock rules TCP only.
+AF_PACKET, SOCK_RAW, SOCK_TYPE_MASK = 17, 3, 0xF
 EPERM = 1
 
 
@@ -216,7 +221,7 @@ def seccomp_program(arch: str, pid: int, threads: bool) -> bytes:
 
 def _refusals(arch: str, nr: dict[str, int], pid: int) -> list[bytes]:
     """The EPERM rules: scheduling classes, privileged calls, other processes' placement and priority, typing into a
-    terminal, a userfaultfd through its device. Each
+    terminal, a userfaultfd through its device, packet and raw sockets. Each
     block starts on the syscall number in the accumulator and returns, so the next block sees it too."""
     allow, deny = _stmt(RET_K, RET_ALLOW), _stmt(RET_K, RET_ERRNO | EPERM)
     body: list[bytes] = []
@@ -229,6 +234,8 @@ def _refusals(arch: str, nr: dict[str, int], pid: int) -> list[bytes]:
         body += [_stmt(JEQ_K, nr[name], 0, 9), _stmt(LD_W_ABS, _arg_low(0)), _stmt(JEQ_K, kind, 0, 6),
                  _stmt(LD_W_ABS, _arg_low(1)), _stmt(JEQ_K, 0, 1, 0), _stmt(JEQ_K, pid, 0, 3),
                  _stmt(LD_W_ABS, _arg_low(2)), _stmt(JSET_K, refused, 1, 0), allow, deny]
+    body += [_stmt(JEQ_K, nr["socket"], 0, 7), _stmt(LD_W_ABS, _arg_low(0)), _stmt(JEQ_K, AF_PACKET, 4, 0),
+             _stmt(LD_W_ABS, _arg_low(1)), _stmt(AND_K, SOCK_TYPE_MASK), _stmt(JEQ_K, SOCK_RAW, 1, 0), allow, deny]
     body += [_stmt(JEQ_K, nr["ioctl"], 0, 2 + 2 * len(REFUSED_IOCTLS)), _stmt(LD_W_ABS, _arg_low(1))]
     for request in REFUSED_IOCTLS:
         body += [_stmt(JEQ_K, request, 0, 1), deny]
