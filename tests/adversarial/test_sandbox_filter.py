@@ -54,7 +54,7 @@ print("alive", flush=True)
 
 # What only a privileged process may do, from a root runner (the GPU hosts evaluate as root): a device node made in a
 # folder it may write (a way round Landlock's /dev rules), the machine's host name set (to its own value), a
-# userfaultfd from /dev/userfaultfd (the system call is forbidden), packet and raw sockets; a UDP socket stays.
+# userfaultfd from /dev/userfaultfd (the system call is forbidden), packet and raw IP sockets; UDP and netlink stay.
 PRIVILEGED_PROBE = OUTCOME + r"""
 import ctypes, fcntl, json, os, socket, sys
 from quaere.runner import sandbox
@@ -84,7 +84,9 @@ print(json.dumps({"device_node": outcome(lambda: os.mknod(node, 0o600 | 0o020000
                   "host_name": outcome(same_host_name), "userfaultfd": outcome(userfaultfd_by_its_device),
                   "packet_socket": outcome(lambda: sockets(socket.AF_PACKET, socket.SOCK_RAW, 0)),
                   "raw_socket": outcome(lambda: sockets(socket.AF_INET, socket.SOCK_RAW | socket.SOCK_CLOEXEC, 1)),
-                  "udp_socket": outcome(lambda: sockets(socket.AF_INET, socket.SOCK_DGRAM))}), flush=True)
+                  "raw_socket_v6": outcome(lambda: sockets(socket.AF_INET6, socket.SOCK_RAW, 58)),
+                  "udp_socket": outcome(lambda: sockets(socket.AF_INET, socket.SOCK_DGRAM)),
+                  "netlink_socket": outcome(lambda: sockets(socket.AF_NETLINK, socket.SOCK_RAW, 0))}), flush=True)
 """
 
 
@@ -98,10 +100,12 @@ def test_a_root_runner_cannot_do_what_only_root_may(tmp_path) -> None:
     (tmp_path / "none").mkdir()
     (tmp_path / "filter").mkdir()
     unfiltered = run("none", str(tmp_path / "none"))
-    calls = ("device_node", "host_name", "userfaultfd", "packet_socket", "raw_socket")
-    if unfiltered != dict.fromkeys((*calls, "udp_socket"), "ok"):  # the premise needs root (CAP_MKNOD, CAP_NET_RAW...)
+    calls, kept = ("device_node", "host_name", "userfaultfd", "packet_socket", "raw_socket", "raw_socket_v6"), (
+        "udp_socket", "netlink_socket")
+    if unfiltered != dict.fromkeys((*calls, *kept), "ok"):  # the premise needs root (CAP_MKNOD, CAP_NET_RAW, ...)
         pytest.skip(f"not privileged here, so nothing to refuse: {unfiltered}")
-    assert run("filter", str(tmp_path / "filter")) == {**dict.fromkeys(calls, os.strerror(1)), "udp_socket": "ok"}
+    assert run("filter", str(tmp_path / "filter")) == {**dict.fromkeys(calls, os.strerror(1)),
+                                                       **dict.fromkeys(kept, "ok")}
     assert not (tmp_path / "filter" / "null-again").exists()
 
 

@@ -124,8 +124,9 @@ TERMINAL_INPUT = (0x5412, 0x541C)
 USERFAULTFD_IOC_NEW = 0xAA00
 REFUSED_IOCTLS = (*TERMINAL_INPUT, USERFAULTFD_IOC_NEW)
 # Sockets only root may open, EPERM (as for any other user): a packet socket (every frame on the machine's
-# interfaces, loopback included) and a raw one (forged packets). Landlock rules TCP only.
-AF_PACKET, SOCK_RAW, SOCK_TYPE_MASK = 17, 3, 0xF
+# interfaces, loopback included) and a raw IP one (forged packets). Landlock rules TCP only. A raw netlink socket,
+# which any user may open (glibc asks the kernel for the interfaces' addresses that way), stays.
+AF_INET, AF_INET6, AF_PACKET, SOCK_RAW, SOCK_TYPE_MASK = 2, 10, 17, 3, 0xF
 EPERM = 1
 
 
@@ -234,8 +235,9 @@ def _refusals(arch: str, nr: dict[str, int], pid: int) -> list[bytes]:
         body += [_stmt(JEQ_K, nr[name], 0, 9), _stmt(LD_W_ABS, _arg_low(0)), _stmt(JEQ_K, kind, 0, 6),
                  _stmt(LD_W_ABS, _arg_low(1)), _stmt(JEQ_K, 0, 1, 0), _stmt(JEQ_K, pid, 0, 3),
                  _stmt(LD_W_ABS, _arg_low(2)), _stmt(JSET_K, refused, 1, 0), allow, deny]
-    body += [_stmt(JEQ_K, nr["socket"], 0, 7), _stmt(LD_W_ABS, _arg_low(0)), _stmt(JEQ_K, AF_PACKET, 4, 0),
-             _stmt(LD_W_ABS, _arg_low(1)), _stmt(AND_K, SOCK_TYPE_MASK), _stmt(JEQ_K, SOCK_RAW, 1, 0), allow, deny]
+    body += [_stmt(JEQ_K, nr["socket"], 0, 9), _stmt(LD_W_ABS, _arg_low(0)), _stmt(JEQ_K, AF_PACKET, 6, 0),
+             _stmt(JEQ_K, AF_INET, 1, 0), _stmt(JEQ_K, AF_INET6, 0, 3), _stmt(LD_W_ABS, _arg_low(1)),
+             _stmt(AND_K, SOCK_TYPE_MASK), _stmt(JEQ_K, SOCK_RAW, 1, 0), allow, deny]
     body += [_stmt(JEQ_K, nr["ioctl"], 0, 2 + 2 * len(REFUSED_IOCTLS)), _stmt(LD_W_ABS, _arg_low(1))]
     for request in REFUSED_IOCTLS:
         body += [_stmt(JEQ_K, request, 0, 1), deny]
