@@ -41,7 +41,6 @@ PR_SET_NO_NEW_PRIVS = 38
 PR_SET_PDEATHSIG = 1
 SECCOMP_SET_MODE_FILTER = 1
 SECCOMP_FILTER_FLAG_TSYNC = 1
-SYS_SECCOMP = {"x86_64": 317, "aarch64": 277}
 PR_SET_DUMPABLE = 4
 PR_SET_PTRACER = 0x59616D61
 CLONE_THREAD = 0x00010000
@@ -83,7 +82,7 @@ NR: dict[str, tuple[int | None, int | None]] = {
     "adjtimex": (159, 171), "clock_adjtime": (305, 266), "sethostname": (170, 161), "setdomainname": (171, 162),
     "syslog": (103, 116), "quotactl": (179, 60), "open_by_handle_at": (304, 265), "fanotify_init": (300, 262),
     "add_key": (248, 217), "request_key": (249, 218), "keyctl": (250, 219), "vhangup": (153, 58),
-    "socket": (41, 198),
+    "socket": (41, 198), "seccomp": (317, 277),
 }
 ARCHES = ("x86_64", "aarch64")
 # Always forbidden (the process dies): process creation, exec, tracing, cross-process memory, io_uring, timers and
@@ -244,7 +243,7 @@ def _refusals(arch: str, nr: dict[str, int], pid: int) -> list[bytes]:
     return [*body, allow]
 
 
-def _install_seccomp(program: bytes) -> None:
+def _install_seccomp(program: bytes, arch: str) -> None:
     """Install ``program`` on every thread of this process (TSYNC): the CUDA driver's threads, started before the
     filter, would otherwise stay outside it."""
     count = len(program) // 8
@@ -254,9 +253,7 @@ def _install_seccomp(program: bytes) -> None:
         _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
 
     prog = Prog(count, ctypes.addressof(buffer))
-    number = SYS_SECCOMP.get(platform.machine())
-    if number is None:
-        raise OSError(f"no seccomp call number for architecture {platform.machine()}")
+    (number,) = syscall_numbers(arch, ("seccomp",))  # seccomp_program has refused an architecture not in NR
     result = _libc().syscall(number, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, ctypes.byref(prog))
     if result > 0:  # the id of a thread that could not take the filter; then no thread has it
         raise OSError(f"seccomp filter refused: thread {result} could not be synchronised")
@@ -298,7 +295,8 @@ def lock_syscalls(policy: Policy, applied: Applied) -> Applied:
     once the device is open, before the candidate is loaded."""
     if policy.seccomp:
         try:
-            _install_seccomp(seccomp_program(platform.machine(), os.getpid(), policy.threads))
+            arch = platform.machine()
+            _install_seccomp(seccomp_program(arch, os.getpid(), policy.threads), arch)
         except OSError as exc:
             applied.notes.append(f"seccomp not in force: {exc}")
         else:
