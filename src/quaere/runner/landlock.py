@@ -73,6 +73,28 @@ def proc_entries(proc: str = PROC, pid: int | None = None) -> list[tuple[str, in
     return rules
 
 
+DEV = "/dev"
+DEV_FILES = ("null", "zero", "full", "random", "urandom")
+DEV_FOLDERS = ("shm",)  # shared memory (POSIX shm_open), a tmpfs
+DEV_DRIVER_PREFIX = "nvidia"  # the NVIDIA driver's nodes and folders: nvidiactl, nvidia0, nvidia-uvm, nvidia-caps, ...
+DEV_FILE_RIGHTS = FS_READ_FILE | FS_WRITE_FILE | FS_TRUNCATE
+
+
+def dev_entries(dev: str = DEV) -> list[tuple[str, int]]:
+    """``/dev`` as rules on the nodes a runner or a build needs: the folder listed (names only), the plain data
+    sources and sinks, shared memory, the NVIDIA driver's nodes. The rest stays out: a process running as root (the
+    GPU hosts evaluate as root) could otherwise open whatever root may, a disk, the kernel log, ``/dev/cpu``,
+    ``kvm``, ``userfaultfd``."""
+    rules = [(dev, FS_READ_DIR)]
+    for name in sorted(os.listdir(dev)):
+        path = os.path.join(dev, name)
+        if name in DEV_FOLDERS and os.path.isdir(path):
+            rules.append((path, FS_ALL_V1 | FS_REFER | FS_TRUNCATE))
+        elif name in DEV_FILES or name.startswith(DEV_DRIVER_PREFIX):
+            rules.append((path, READ_RIGHTS | DEV_FILE_RIGHTS if os.path.isdir(path) else DEV_FILE_RIGHTS))
+    return rules
+
+
 def _add_rule(libc: ctypes.CDLL, ruleset: int, path: str, rights: int, pin: bool = False) -> None:
     """A rule granting ``rights`` beneath ``path``. ``pin`` keeps the path open for the process's lifetime: a rule
     holds an inode, and procfs makes a new inode for a folder whose dentry was dropped, which the rule would then
@@ -108,6 +130,10 @@ def restrict_self(abi: int, read_roots: tuple[str, ...], write_roots: tuple[str,
                     for entry, entry_rights in proc_entries():
                         with contextlib.suppress(OSError):  # an entry that went away, or one procfs will not open
                             _add_rule(libc, ruleset, entry, entry_rights & handled, pin=True)
+                elif root == DEV:
+                    for entry, entry_rights in dev_entries():
+                        with contextlib.suppress(OSError):  # a node that went away
+                            _add_rule(libc, ruleset, entry, entry_rights & handled)
                 elif os.path.isdir(root):
                     _add_rule(libc, ruleset, root, rights)
                 else:

@@ -19,7 +19,8 @@ that way on the H200, 2026-12-03, when the runner locked itself in after opening
   mounts, keyrings: :data:`PRIVILEGED`). ``clone3`` answers ENOSYS, so glibc falls back to ``clone``, whose flags
   the filter can read.
 * **Landlock**: reads only under the listed roots (system and Python folders, the built kernel; of ``/proc`` only
-  its own folder and what is no process's), writes only under the scratch folder and ``/dev``; no TCP; with
+  its own folder and what is no process's), writes only under the scratch folder and, of ``/dev``, the nodes
+  :func:`quaere.runner.landlock.dev_entries` names; no TCP; with
   ABI >= 6, no signals to processes outside the sandbox.
 
 Both are applied to the runner only; the judge stays outside. Where the kernel lacks either, or threads were
@@ -115,10 +116,11 @@ PLACEMENT = ("sched_setaffinity", "prlimit64", "migrate_pages", "move_pages")
 # (this kind, 0 or this process) passes: setpriority's PRIO_PROCESS is 0, and a negative nice (raising this process
 # above the trusted ones, as root) is refused too; ioprio_set's IOPRIO_WHO_PROCESS is 1.
 PRIORITY = {"setpriority": (0, 0x80000000), "ioprio_set": (1, 0)}
-# ioctl requests refused with EPERM: typing into a terminal (TIOCSTI; allowed to root on any terminal, and Landlock
-# lets the runner open /dev/pts/* for writing) and the console's TIOCLINUX, whose selection paste does the same.
+# ioctl requests refused with EPERM: typing into a terminal (TIOCSTI; allowed to root on any terminal, which the
+# runner may hold open from its start, though Landlock no longer lets it open /dev/pts/*) and the console's
+# TIOCLINUX, whose selection paste does the same.
 TERMINAL_INPUT = (0x5412, 0x541C)
-# USERFAULTFD_IOC_NEW on /dev/userfaultfd (root's by default, and under the runner's /dev rules): the userfaultfd the
+# USERFAULTFD_IOC_NEW on /dev/userfaultfd (root's by default; a descriptor opened before Landlock): the userfaultfd the
 # filter forbids as a system call, by another door (a root runner got one under the whole sandbox, 2026-12-03).
 USERFAULTFD_IOC_NEW = 0xAA00
 REFUSED_IOCTLS = (*TERMINAL_INPUT, USERFAULTFD_IOC_NEW)
