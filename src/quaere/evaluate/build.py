@@ -142,10 +142,10 @@ def _toolchain_folders(path: str) -> list[str]:
 
 def _confined(command: str, source: Path, workdir: Path, scratch: Path, unreadable: Iterable[str]) -> list[str]:
     """The build command under Landlock: it reads the system, toolchain (``PATH``) and Python folders, the task folder
-    and the source's folder (less ``unreadable``), and writes only its scratch folder (its TMPDIR too) and ``/dev``'s plain nodes (``landlock.dev_entries``). A
-    candidate's ``#include`` of another file (the service's signing key, which a compiler error would quote into
-    the record) then fails. The wrapper starts in the scratch folder (nothing there shadows a module) and changes
-    to ``workdir`` before the command."""
+    and the source's folder (less ``unreadable``), and writes only its scratch folder (its TMPDIR too) and ``/dev``'s
+    plain nodes (``landlock.dev_entries``). A candidate's ``#include`` of another file (the service's signing key,
+    which a compiler error would quote into the record) then fails. The wrapper starts in the scratch folder (nothing
+    there shadows a module) and changes to ``workdir`` before the command."""
     reads = isolation.read_roots([str(source)], os.environ, str(scratch), unreadable,
                                  folders=[str(workdir), *_toolchain_folders(os.environ.get("PATH", ""))])
     return isolation.confined_command(f"cd {shlex.quote(str(workdir))} && {command}", reads, (str(scratch), "/dev"))
