@@ -55,13 +55,31 @@ def test_torch_ops_on_the_device() -> None:
     assert ops.checksum(big) != before
 
 
+def test_the_cover_reads_the_clock_it_ran_at() -> None:
+    """A spin of N cycles and one of 4N give the same clock (so the events time the spin, not a fixed cost),
+    and one inside the SM clocks a GPU has."""
+    from quaere.evaluate.timing import CudaClock
+
+    clock = CudaClock(flush=False)
+    for _ in range(3):  # the spin kernel's first load, and the clocks' climb from idle (345 MHz on the H200)
+        clock.cover(20_000_000)
+        clock.cover_mhz()
+    readings = []
+    for cycles in (1_000_000, 4_000_000, 1_000_000, 4_000_000):
+        clock.cover(cycles)
+        readings.append(clock.cover_mhz())
+    print(f"\ncover clocks (MHz): {[round(r) for r in readings]}")
+    assert all(100 < r < 5000 for r in readings), readings
+    assert max(readings) / min(readings) < 1.03, readings
+
+
 def test_fa_initial_kernel_passes_every_scenario_and_is_timed(fa_task, tmp_path: Path) -> None:
     evaluation = run_evaluation(fa_task, fa_task.initial_kernel, EvalOptions())
     append_evaluation(tmp_path / "ledger.jsonl", evaluation)
     print(f"\nfull evaluation: {len(evaluation.correctness)} scenarios + {len(evaluation.benchmarks)} configs, "
           f"wall {evaluation.wall_s:.1f} s; device {evaluation.device.name} driver {evaluation.device.driver}")
     for bench in evaluation.benchmarks:
-        cells = [f"{t.impl} {t.median_ms:.3f} ms ({relative_spread(t.samples_ms):.1%})"
+        cells = [f"{t.impl} {t.median_ms:.3f} ms ({relative_spread(t.samples_ms):.1%}, {t.cover_mhz:.0f} MHz)"
                  if t.status is TimingStatus.MEASURED else f"{t.impl} {t.status.value}" for t in bench.timings]
         print(f"  {bench.scenario_id}: " + ", ".join(cells))
         for t in bench.timings:
@@ -69,6 +87,8 @@ def test_fa_initial_kernel_passes_every_scenario_and_is_timed(fa_task, tmp_path:
                 print(f"    {t.impl}: {t.detail[:400]}")
     assert evaluation.correct, [(v.scenario_id, v.verdict.value, v.detail[:200]) for v in evaluation.failing()]
     assert all(b.timing("candidate").status is TimingStatus.MEASURED for b in evaluation.benchmarks)
+    measured = [t for b in evaluation.benchmarks for t in b.timings if t.status is TimingStatus.MEASURED]
+    assert all(100 < t.cover_mhz < 5000 for t in measured), [(t.impl, t.cover_mhz) for t in measured]
     assert read_ledger(tmp_path / "ledger.jsonl").problems == ()
 
 

@@ -118,6 +118,8 @@ class NativeImpl:
     seen_outputs: set[str] = field(default_factory=set)
     schedule: FullCheckSchedule | None = None
     """When set (the candidate), the calls whose whole output is checked, and every call's inputs too."""
+    covers_mhz: list[float] = field(default_factory=list)
+    """The effective SM clock of the judge's cover before each timed call (:meth:`CudaClock.cover_mhz`)."""
 
     def rep(self, index: int) -> float:
         ctx, ops = self.ctx, self.ctx.state.ops
@@ -148,11 +150,12 @@ class NativeImpl:
         if reply.code != 0:
             raise TimingFailure(TimingStatus.FAILED, f"entry point returned {reply.code}")
         accounted = timed.accounted
+        self.covers_mhz.append(clock.cover_mhz())
         self.calls.add(timed.wall_ms, float(reply.device_ms or 0.0), float(reply.drain_ms or 0.0), span_ms,
                        accounted.cpu_ms + accounted.idle_cpu_ms, accounted.queued_ms)
         ctx.log_call(self.name, index, reply, wall_ms=timed.wall_ms, span_ms=span_ms,
                      armed_ms=armed_ms[0] if armed_ms else math.nan, cpu_ms=accounted.cpu_ms,
-                     queued_ms=accounted.queued_ms, idle_cpu_ms=accounted.idle_cpu_ms)
+                     queued_ms=accounted.queued_ms, idle_cpu_ms=accounted.idle_cpu_ms, cover_mhz=self.covers_mhz[-1])
         if self.schedule is not None:
             check_inputs_kept(ops, ctx.buffers.inputs, written, index)
         self._verify(outputs, sample, index)
@@ -212,6 +215,8 @@ class ComparisonImpl:
     name: str
     ctx: Context
     run: Callable[[], Any]
+    covers_mhz: list[float] = field(default_factory=list)
+    """As :attr:`NativeImpl.covers_mhz`."""
 
     def rep(self, index: int) -> float:
         self.ctx.stage(index)
@@ -219,7 +224,9 @@ class ComparisonImpl:
         clock = self.ctx.state.clock(self.ctx.timing.flush_l2)
         clock.flush()
         self.ctx.state.ops.synchronize()
-        return clock.time_call(self.run)
+        elapsed_ms = clock.time_call(self.run)
+        self.covers_mhz.append(clock.cover_mhz())
+        return elapsed_ms
 
 
 def _native(ctx: Context, name: str, ref32: dict, lows: dict) -> NativeImpl:
@@ -254,6 +261,12 @@ def _comparison(ctx: Context, name: str) -> ComparisonImpl:
     ops, module = ctx.state.ops, ctx.state.task.module
     outputs = {n: ops.alloc_guarded(spec, 0)[0] for n, spec in module.output_specs(ctx.scenario).items()}
     return ComparisonImpl(name, ctx, makers[name](ctx.scenario, ctx.buffers.inputs, outputs))
+
+
+def _median_clock(impl: Any) -> float:
+    """The median of an implementation's covers' clocks (NaN where none was measured: no device)."""
+    clocks = [mhz for mhz in getattr(impl, "covers_mhz", ()) if not math.isnan(mhz)]
+    return stats.median(clocks) if clocks else math.nan
 
 
 def _failed(name: str, status: TimingStatus, detail: str) -> Timing:
@@ -322,7 +335,7 @@ def time_scenario(state: JudgeState, scenario: Scenario, seed: int, rule: Rule, 
         flops = float(module.flops(scenario))
         for run in runs:
             native = natives.get(run.name)
-            settled[run.name] = to_timing(run, flops)
+            settled[run.name] = to_timing(run, flops).model_copy(update={"cover_mhz": _median_clock(run.impl)})
             calls = native.calls if native is not None else None
             if calls is not None and calls.claims_ms:
                 settled[run.name] = settled[run.name].model_copy(update={

@@ -47,6 +47,10 @@ class Clock(Protocol):
         """Run ``call`` once and return its duration in ms, after a device-wide synchronize."""
         ...
 
+    def cover_mhz(self) -> float:
+        """The effective SM clock (MHz) over the last :meth:`cover`, once it completed; NaN without a device."""
+        ...
+
     def bracket(self, call: Callable[[Callable[[], None]], T]) -> tuple[T, float]:
         """``call(opened)``'s result and the ms between two marks on the judge's own device timeline: the first
         enqueued when ``call`` calls ``opened()`` (the judged window opens: what the judge enqueues after it is
@@ -119,6 +123,9 @@ class CpuClock:
     def cover(self, cycles: int = 0) -> None:
         """Nothing to cover on the CPU: the call is timed from the host."""
 
+    def cover_mhz(self) -> float:
+        return math.nan
+
     def time_call(self, call: Callable[[], None]) -> float:
         start = time.perf_counter_ns()
         call()
@@ -153,6 +160,8 @@ HOST_COVER_CYCLES = 400_000
 # up, its argument list, the candidate's host code; the whole round trip is ~0.6 ms on the H200), and a
 # comparison's Python wrapper gets the same margin, so both are timed from a busy device alike.
 RUNNER_COVER_CYCLES = 1_000_000
+# ~25 us: longer than enqueueing an event and a launch behind it (the cover's clock reading, CudaClock.cover).
+LEAD_CYCLES = 50_000
 
 
 class CudaClock:
@@ -170,6 +179,7 @@ class CudaClock:
         l2_bytes = int(getattr(props, "L2_cache_size", 0) or (60 << 20))
         self._buffer = torch.empty(2 * l2_bytes, dtype=torch.uint8, device="cuda") if flush else None
         self._reset, self.note = _persisting_l2_reset() if flush else (None, "")
+        self._last_cover: tuple[Any, Any, int] | None = None
 
     def flush(self) -> None:
         if self._buffer is None:
@@ -186,8 +196,27 @@ class CudaClock:
         Before a runner's call it does more: the runner's context cannot run while the judge's context is
         busy (contexts of different processes time-slice, never overlap), so everything the candidate
         enqueues, on any of its streams, starts after the cover, when the runner's start event does.
+
+        The spin counts SM cycles, so its two events also give the clock it ran at (:meth:`cover_mhz`): a
+        setting that slows the device for one implementation's calls and not another's shows there.
         """
-        self.torch.cuda._sleep(cycles)
+        torch = self.torch
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        # A lead spin first, so that the start event fires as it ends, with the timed spin already queued: on an
+        # idle device the start would fire at once and the launch that follows (~9 us on the H200) would count.
+        torch.cuda._sleep(LEAD_CYCLES)
+        start.record()
+        torch.cuda._sleep(cycles)
+        end.record()
+        self._last_cover = (start, end, cycles)
+
+    def cover_mhz(self) -> float:
+        if self._last_cover is None:
+            return math.nan
+        start, end, cycles = self._last_cover
+        end.synchronize()
+        elapsed_ms = float(start.elapsed_time(end))
+        return cycles / (elapsed_ms * 1e3) if elapsed_ms > 0 else math.nan
 
     def time_call(self, call: Callable[[], None]) -> float:
         torch = self.torch
