@@ -3,6 +3,7 @@ resumes with ``--resume`` and finishes; the trace written before is a byte-for-b
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import subprocess
@@ -30,8 +31,11 @@ def _start(workspace: Path, base_url: str, env: dict[str, str]) -> subprocess.Po
     """``quaere run`` with the openai backend in its own process group."""
     args = ["--task", str(TASK), "--agent", "openai", "--base-url", base_url, "--model", "fake-coder",
             "--workspace", str(workspace), "--sessions", "3", "--max-tool-calls", "20"]  # fmt: skip
+    # SIGINT back to its default in the child: a test run started in the background by a shell without job control
+    # inherits it ignored, and Python then installs no handler, so Ctrl-C would be lost (a CI launched that way).
     return subprocess.Popen(_quaere(*args), env=env, start_new_session=True, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)  # fmt: skip
+                            stderr=subprocess.PIPE, text=True,
+                            preexec_fn=functools.partial(signal.signal, signal.SIGINT, signal.SIG_DFL))  # fmt: skip
 
 
 def _resume(workspace: Path, env: dict[str, str]) -> subprocess.CompletedProcess:

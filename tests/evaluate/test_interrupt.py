@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import subprocess
@@ -55,8 +56,10 @@ def test_ctrl_c_stops_the_evaluation_at_once_and_says_nothing_was_recorded(tmp_p
     workspace.candidate.write_text(HANGS)
     env = {**os.environ, "QUAERE_CACHE_DIR": str(cache_dir)}
     # Its own process group, as a shell's foreground job: Ctrl-C is SIGINT to the whole group.
+    # SIGINT at its default in the child, whatever this test run inherited (see tests/campaign/test_resume.py).
     proc = subprocess.Popen([sys.executable, "-m", "quaere", "eval"], cwd=workspace.root, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=functools.partial(signal.signal, signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 60
     helpers: set[int] = set()
     while len(helpers) < 2 and time.monotonic() < deadline:  # the judge and the candidate's runner, hanging
