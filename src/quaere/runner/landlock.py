@@ -12,6 +12,7 @@ import contextlib
 import ctypes
 import os
 import struct
+from collections.abc import Callable
 
 # linux/landlock.h
 LANDLOCK_CREATE_RULESET_VERSION = 1
@@ -95,6 +96,12 @@ def dev_entries(dev: str = DEV) -> list[tuple[str, int]]:
     return rules
 
 
+# Folders granted entry by entry, each entry with its own rights whether the folder is named as a read or a write
+# root, and whether each rule must keep its path open (procfs: see _add_rule).
+PER_ENTRY: dict[str, tuple[Callable[[], list[tuple[str, int]]], bool]] = {PROC: (proc_entries, True),
+                                                                          DEV: (dev_entries, False)}
+
+
 def _add_rule(libc: ctypes.CDLL, ruleset: int, path: str, rights: int, pin: bool = False) -> None:
     """A rule granting ``rights`` beneath ``path``. ``pin`` keeps the path open for the process's lifetime: a rule
     holds an inode, and procfs makes a new inode for a folder whose dentry was dropped, which the rule would then
@@ -124,16 +131,16 @@ def restrict_self(abi: int, read_roots: tuple[str, ...], write_roots: tuple[str,
         raise OSError(ctypes.get_errno(), f"landlock_create_ruleset: {os.strerror(ctypes.get_errno())}")
     skipped: list[str] = []
     try:
+        expanded: set[str] = set()  # /dev is a read root and a write root: its entries' rules once
         for roots, rights in ((read_roots, READ_RIGHTS), (write_roots, handled)):
             for root in roots:
-                if root == PROC:
-                    for entry, entry_rights in proc_entries():
-                        with contextlib.suppress(OSError):  # an entry that went away, or one procfs will not open
-                            _add_rule(libc, ruleset, entry, entry_rights & handled, pin=True)
-                elif root == DEV:
-                    for entry, entry_rights in dev_entries():
-                        with contextlib.suppress(OSError):  # a node that went away
-                            _add_rule(libc, ruleset, entry, entry_rights & handled)
+                if root in PER_ENTRY:
+                    if root not in expanded:
+                        expanded.add(root)
+                        entries, pin = PER_ENTRY[root]
+                        for entry, entry_rights in entries():
+                            with contextlib.suppress(OSError):  # an entry that went away, or one the kernel won't open
+                                _add_rule(libc, ruleset, entry, entry_rights & handled, pin=pin)
                 elif os.path.isdir(root):
                     _add_rule(libc, ruleset, root, rights)
                 else:
