@@ -1572,6 +1572,77 @@ static int launch(const void* q, const void* k, const void* v, void* o, float* l
   return cudaGetLastError() == cudaSuccess ? 0 : 6;
 }
 
+// A softmax_scale <= 0 (zero: uniform weights; negative: the smallest scores weigh most). The tiled kernels take
+// the running max over raw scores before scaling, right only for a positive scale, so these go here: one block
+// per query row, fp32 throughout, no tensor cores. Correct, not fast; no benchmark configuration uses it.
+__global__ void __launch_bounds__(128) plain_fwd_kernel(const __nv_bfloat16* __restrict__ q,
+                                                        const __nv_bfloat16* __restrict__ k,
+                                                        const __nv_bfloat16* __restrict__ v,
+                                                        __nv_bfloat16* __restrict__ o, float* __restrict__ lse, int sq,
+                                                        int sk, int hq, int hkv, int d, float scale, int causal) {
+  __shared__ float qs[256], ps[128], red_m[4], red_l[4];
+  const int i = blockIdx.x, h = blockIdx.y, b = blockIdx.z, t = threadIdx.x;
+  const int64_t kv_row = (int64_t)hkv * d;  // elements from one key to the next
+  const __nv_bfloat16* kb = k + (int64_t)b * sk * kv_row + (int64_t)(h / (hq / hkv)) * d;
+  const __nv_bfloat16* vb = v + (int64_t)b * sk * kv_row + (int64_t)(h / (hq / hkv)) * d;
+  const int64_t row = ((int64_t)b * sq + i) * hq + h;  // q and o row of this block
+  for (int c = t; c < d; c += 128) qs[c] = __bfloat162float(q[row * d + c]);
+  __syncthreads();
+  const int last = causal ? min(sk - 1, i + sk - sq) : sk - 1;  // keys 0..last are allowed (bottom-right)
+  auto score = [&](int j) {
+    const __nv_bfloat16* kr = kb + j * kv_row;
+    float acc = 0.f;
+    for (int c = 0; c < d; ++c) acc = fmaf(qs[c], __bfloat162float(kr[c]), acc);
+    return acc * scale;
+  };
+  float m = -INFINITY, l = 0.f;  // this thread's running max and sum of exp(score - m) over its keys
+  for (int j = t; j <= last; j += 128) {
+    const float x = score(j);
+    if (x > m) {
+      l = l * __expf(m - x) + 1.f;
+      m = x;
+    } else {
+      l += __expf(x - m);
+    }
+  }
+  for (int off = 16; off > 0; off >>= 1) {
+    const float m2 = __shfl_xor_sync(0xffffffff, m, off), l2 = __shfl_xor_sync(0xffffffff, l, off);
+    const float mm = fmaxf(m, m2);
+    l = (m == -INFINITY ? 0.f : l * __expf(m - mm)) + (m2 == -INFINITY ? 0.f : l2 * __expf(m2 - mm));
+    m = mm;
+  }
+  if ((t & 31) == 0) red_m[t >> 5] = m, red_l[t >> 5] = l;
+  __syncthreads();
+  m = fmaxf(fmaxf(red_m[0], red_m[1]), fmaxf(red_m[2], red_m[3]));
+  l = 0.f;
+  for (int w = 0; w < 4; ++w) l += red_m[w] == -INFINITY ? 0.f : red_l[w] * __expf(red_m[w] - m);
+  float acc0 = 0.f, acc1 = 0.f;  // o columns t and t + 128
+  for (int base = 0; base <= last; base += 128) {
+    __syncthreads();  // the previous chunk's weights are read
+    ps[t] = base + t <= last ? __expf(score(base + t) - m) : 0.f;
+    __syncthreads();
+    const int n = min(128, last - base + 1);
+    for (int jj = 0; jj < n; ++jj) {
+      const __nv_bfloat16* vr = vb + (int64_t)(base + jj) * kv_row;
+      if (t < d) acc0 = fmaf(ps[jj], __bfloat162float(vr[t]), acc0);
+      if (t + 128 < d) acc1 = fmaf(ps[jj], __bfloat162float(vr[t + 128]), acc1);
+    }
+  }
+  const float inv = l > 0.f ? 1.f / l : 0.f;
+  if (t < d) o[row * d + t] = __float2bfloat16(acc0 * inv);
+  if (t + 128 < d) o[row * d + t + 128] = __float2bfloat16(acc1 * inv);
+  if (t == 0) lse[((int64_t)b * hq + h) * sq + i] = l > 0.f ? m + logf(l) : -INFINITY;
+}
+
+static int plain_launch(const void* q, const void* k, const void* v, void* o, float* lse, int batch, int sq, int sk,
+                        int hq, int hkv, int d, float scale, int causal, cudaStream_t stream) {
+  if (batch > 65535 || hq > 65535) return 6;  // grid y and z
+  plain_fwd_kernel<<<dim3(sq, hq, batch), 128, 0, stream>>>(
+      static_cast<const __nv_bfloat16*>(q), static_cast<const __nv_bfloat16*>(k), static_cast<const __nv_bfloat16*>(v),
+      static_cast<__nv_bfloat16*>(o), lse, sq, sk, hq, hkv, d, scale, causal);
+  return cudaGetLastError() == cudaSuccess ? 0 : 7;
+}
+
 }  // namespace fah
 
 extern "C" int attention_forward(const void* q, const void* k, const void* v, void* o, float* lse, int batch,
@@ -1583,11 +1654,15 @@ extern "C" int attention_forward(const void* q, const void* k, const void* v, vo
   if (!q || !k || !v || !o || !lse) return 1;
   if (batch <= 0 || seqlen_q <= 0 || seqlen_k <= 0 || heads_q <= 0 || heads_kv <= 0) return 1;
   if (heads_q % heads_kv != 0) return 2;
-  // The running max is taken over raw scores and then scaled: valid for a positive finite scale.
-  if (!(softmax_scale > 0.f) || !isfinite(softmax_scale)) return 2;
+  if (!isfinite(softmax_scale * 1.4426950408889634f)) return 4;  // the task's code: not finite in the exp2 domain
+  if (head_dim != 64 && head_dim != 128 && head_dim != 256) return 2;
+  cudaStream_t s = static_cast<cudaStream_t>(stream);
+  // The tiled kernels take the running max over raw scores and then scale: valid for a positive scale only.
+  if (!(softmax_scale > 0.f))
+    return fah::plain_launch(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, head_dim, softmax_scale,
+                             causal, s);
   if (((uintptr_t)q | (uintptr_t)k | (uintptr_t)v | (uintptr_t)o) & 15) return 3;  // TMA needs 16 B
   if ((int64_t)batch * heads_q * ((seqlen_q + 63) / 64) > 0x7fffffff) return 1;
-  cudaStream_t s = static_cast<cudaStream_t>(stream);
   switch (head_dim) {
     case 64:
       // Short causal D=64: 128-row tiles (2 consumer warpgroups) balance the triangle better than

@@ -4,7 +4,8 @@
 // causal grouped heads), each launched twice.
 // Build beside the kernel:  nvcc -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a -lineinfo \
 //                             kernels/flash_attention_hopper.cu bench/kernel/rc_driver.cu -o rc
-// Run:  compute-sanitizer --tool racecheck --racecheck-report all ./rc [D]
+// Run:  compute-sanitizer --tool racecheck --racecheck-report all ./rc [D [SCALE]]
+// (SCALE, default 0.125: a zero or negative one takes the plain kernel, which no benchmark runs)
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -24,6 +25,8 @@ __global__ void fill(__nv_bfloat16* x, size_t n, unsigned seed) {
   }
 }
 
+static float g_scale = 0.125f;
+
 static int run(int b, int sq, int sk, int hq, int hkv, int d, int causal) {
   const size_t nq = (size_t)b * sq * hq * d, nk = (size_t)b * sk * hkv * d;
   __nv_bfloat16 *q, *k, *v, *o;
@@ -37,7 +40,7 @@ static int run(int b, int sq, int sk, int hq, int hkv, int d, int causal) {
   fill<<<64, 256>>>(v, nk, 3u);
   int rc = 0;
   for (int rep = 0; rep < 2 && rc == 0; ++rep)
-    rc = attention_forward(q, k, v, o, lse, b, sq, sk, hq, hkv, d, 0.125f, causal, ws, 1 << 20, nullptr);
+    rc = attention_forward(q, k, v, o, lse, b, sq, sk, hq, hkv, d, g_scale, causal, ws, 1 << 20, nullptr);
   const cudaError_t e = cudaDeviceSynchronize();
   std::printf("B=%d Sq=%d Sk=%d Hq=%d Hkv=%d D=%d causal=%d: rc=%d %s\n", b, sq, sk, hq, hkv, d, causal, rc,
               cudaGetErrorString(e));
@@ -47,6 +50,7 @@ static int run(int b, int sq, int sk, int hq, int hkv, int d, int causal) {
 
 int main(int argc, char** argv) {
   const int only = argc > 1 ? std::atoi(argv[1]) : 0;
+  if (argc > 2) g_scale = std::strtof(argv[2], nullptr);
   int bad = 0;
   for (int d : {64, 128, 256}) {
     if (only && d != only) continue;

@@ -62,7 +62,7 @@ def test_every_axis_value_is_covered(correctness):
     assert {p["causal"] for p in params} == {False, True}
     assert {p["layout"] for p in params} == {"mha", "gqa4", "gqa8", "mqa"}
     assert {p["batch"] for p in params} == set(range(1, 9))
-    assert {p["scale"] for p in params} == {"default", "custom"}
+    assert {p["scale"] for p in params} == {"default", "custom", "zero", "negative"}
     seqlens = {p["seqlen_q"] for p in params} | {p["seqlen_k"] for p in params}
     assert {1, 7, 63, 65, 127, 129, 1000, 2047, 4097, 16384} <= seqlens
     for tile in (16, 32, 64, 80, 96, 112, 128, 176, 192, 256):  # a tile size a kernel may pick
@@ -74,9 +74,13 @@ def test_axes_meet_each_other(correctness):
     triples = {(p["head_dim"], p["causal"], p["layout"]) for p in params}
     assert triples == set(itertools.product((64, 128, 256), (False, True), ("mha", "gqa4", "gqa8", "mqa")))
     assert {(p["head_dim"], p["batch"]) for p in params} == set(itertools.product((64, 128, 256), range(1, 9)))
-    assert {(p["head_dim"], p["causal"], p["scale"]) for p in params} == set(
+    assert {(p["head_dim"], p["causal"], p["scale"]) for p in params if p["scale"] in ("default", "custom")} == set(
         itertools.product((64, 128, 256), (False, True), ("default", "custom"))
     )
+    # Any finite scale is in the contract: zero and a negative one for every head_dim, causal and not.
+    signed = {(p["head_dim"], p["scale"]) for p in params if p["scale"] in ("zero", "negative")}
+    assert signed == set(itertools.product((64, 128, 256), ("zero", "negative")))
+    assert {p["causal"] for p in params if p["scale"] in ("zero", "negative")} == {False, True}
     for d in (64, 128, 256):
         mine = [p for p in params if p["head_dim"] == d]
         assert any(p["seqlen_q"] < p["seqlen_k"] for p in mine)

@@ -4,7 +4,8 @@ Pure Python (no torch), so the scenario list, its ids and its coverage are check
 
 Correctness design. The axes are head_dim (64/128/256), causal (off/on), head layout (MHA, GQA 4:1,
 GQA 8:1, MQA), (seqlen_q, seqlen_k) pairs from 1 to 16k, batch 1..8 and softmax scale (default
-1/sqrt(head_dim), or a custom 0.2). A full cross product would be thousands of scenarios; instead:
+1/sqrt(head_dim), a custom 0.2, zero, or the default's negation). A full cross product would be
+thousands of scenarios; instead:
 
 - ``grid``: every (head_dim, causal, seqlen pair) triple (3 x 2 x 24 = 144). The layout rotates with
   (pair + head_dim + 3 causal) mod 4, so each (head_dim, causal) pair and each seqlen pair meets all four
@@ -15,6 +16,9 @@ GQA 8:1, MQA), (seqlen_q, seqlen_k) pairs from 1 to 16k, batch 1..8 and softmax 
 - ``batch``: every batch 1..8 with every head_dim (24), on moderate shapes.
 - ``edge``: single keys, single queries, mostly masked blocks (12).
 - ``long``: nine long scenarios up to 16384 x 16384, batch 1 and few heads, so they stay cheap.
+- ``signed``: a zero and a negative scale (-1/sqrt(head_dim)) for each head_dim (6): any finite scale is in the
+  contract, and a kernel that takes its running max over raw scores before scaling is right only for a positive
+  one.
 
 Work is capped per scenario (batch x heads_q x seqlen_q x seqlen_k <= 2**25 outside ``long``): the batch is
 halved until the shape fits, so most scenarios are small and a full correctness pass takes seconds.
@@ -71,6 +75,17 @@ LONG: tuple[tuple[int, bool, str, int, int, int, int, int, bool], ...] = (
     (256, False, "mha", 1, 1, 1, 16384, 1, False),
     (128, True, "mha", 2, 2, 1, 8191, 8191, True),
     (64, True, "mha", 1, 1, 1, 16383, 16383, False),
+)
+
+
+# (head_dim, causal, layout, heads_q, heads_kv, batch, seqlen_q, seqlen_k, scale label): "zero" or "negative"
+SIGNED: tuple[tuple[int, bool, str, int, int, int, int, int, str], ...] = (
+    (64, True, "gqa4", 8, 2, 2, 300, 300, "zero"),  # uniform weights over each row's allowed keys
+    (64, False, "mha", 2, 2, 1, 129, 1000, "negative"),
+    (128, False, "mqa", 3, 1, 2, 65, 257, "zero"),
+    (128, True, "gqa8", 8, 1, 1, 1000, 1000, "negative"),
+    (256, True, "mha", 2, 2, 1, 130, 64, "zero"),  # 66 fully masked rows
+    (256, False, "gqa4", 4, 1, 1, 200, 777, "negative"),
 )
 
 
@@ -155,6 +170,13 @@ def _scenario(d: int, causal: bool, layout: str, hq: int, hkv: int, b: int, sq: 
     return {"id": ident, "params": params}
 
 
+def _signed(d: int, causal: bool, layout: str, hq: int, hkv: int, b: int, sq: int, sk: int, label: str) -> dict:
+    row = _scenario(d, causal, layout, hq, hkv, b, sq, sk, False)
+    row["id"] += f"-scale{label}"
+    row["params"].update(softmax_scale=0.0 if label == "zero" else -(d**-0.5), scale=label)
+    return row
+
+
 def _capped_batch(batch: int, heads_q: int, sq: int, sk: int) -> int:
     while batch > 1 and batch * heads_q * sq * sk > MAX_WORK:
         batch //= 2
@@ -188,7 +210,8 @@ def _batch_block() -> list[dict]:
 
 def correctness_scenarios() -> list[dict]:
     """All correctness scenarios as {"id", "params"} dicts, in a fixed order; ids are unique."""
-    rows = _grid() + _batch_block() + [_scenario(*e) for e in EDGE] + [_scenario(*e) for e in LONG]
+    rows = (_grid() + _batch_block() + [_scenario(*e) for e in EDGE] + [_scenario(*e) for e in LONG]
+            + [_signed(*e) for e in SIGNED])
     seen: set[str] = set()
     for row in rows:
         if row["id"] in seen:
