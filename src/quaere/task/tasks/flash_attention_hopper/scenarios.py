@@ -159,22 +159,31 @@ def min_bytes(shape: Shape) -> float:
 
 
 
-def _scenario(d: int, causal: bool, layout: str, hq: int, hkv: int, b: int, sq: int, sk: int, custom: bool) -> dict:
-    scale = CUSTOM_SCALE if custom else d**-0.5
-    suffix = f"-scale{CUSTOM_SCALE}" if custom else ""
+def _scale(label: str, d: int) -> tuple[float, str]:
+    """The softmax scale a scale label names for head_dim ``d``, and the suffix it gives a scenario id."""
+    if label == "custom":
+        return CUSTOM_SCALE, f"-scale{CUSTOM_SCALE}"
+    if label == "zero":
+        return 0.0, "-scalezero"
+    if label == "negative":
+        return -(d**-0.5), "-scalenegative"
+    return d**-0.5, ""
+
+
+def _scenario(d: int, causal: bool, layout: str, hq: int, hkv: int, b: int, sq: int, sk: int, label: str) -> dict:
+    """One correctness scenario; ``label`` is the scale's: default, custom, zero or negative (:func:`_scale`)."""
+    scale, suffix = _scale(label, d)
     ident = f"d{d}-{'causal' if causal else 'noncausal'}-{layout}-h{hq}kv{hkv}-b{b}-sq{sq}-sk{sk}{suffix}"
     params = {
         "batch": b, "seqlen_q": sq, "seqlen_k": sk, "heads_q": hq, "heads_kv": hkv, "head_dim": d,
-        "causal": causal, "softmax_scale": scale, "layout": layout, "scale": "custom" if custom else "default",
+        "causal": causal, "softmax_scale": scale, "layout": layout, "scale": label,
     }
     return {"id": ident, "params": params}
 
 
-def _signed(d: int, causal: bool, layout: str, hq: int, hkv: int, b: int, sq: int, sk: int, label: str) -> dict:
-    row = _scenario(d, causal, layout, hq, hkv, b, sq, sk, False)
-    row["id"] += f"-scale{label}"
-    row["params"].update(softmax_scale=0.0 if label == "zero" else -(d**-0.5), scale=label)
-    return row
+def _labelled(row: tuple) -> dict:
+    """A scenario from an EDGE or LONG row, whose last field says whether its scale is the custom one."""
+    return _scenario(*row[:-1], "custom" if row[-1] else "default")
 
 
 def _capped_batch(batch: int, heads_q: int, sq: int, sk: int) -> int:
@@ -192,8 +201,8 @@ def _grid() -> list[dict]:
                 choices = LAYOUT_HEADS[layout]
                 hq, hkv = choices[(pi + di + ci) % len(choices)]
                 batch = _capped_batch(BATCHES[(3 * pi + di + 5 * ci) % len(BATCHES)], hq, sq, sk)
-                custom = (pi + di + ci) % 3 == 0
-                out.append(_scenario(d, causal, layout, hq, hkv, batch, sq, sk, custom))
+                label = "custom" if (pi + di + ci) % 3 == 0 else "default"
+                out.append(_scenario(d, causal, layout, hq, hkv, batch, sq, sk, label))
     return out
 
 
@@ -204,14 +213,15 @@ def _batch_block() -> list[dict]:
             layout = LAYOUTS[(batch + di) % 4]
             hq, hkv = LAYOUT_HEADS[layout][0]
             sq, sk = BATCH_PAIRS[(batch + 2 * di) % len(BATCH_PAIRS)]
-            out.append(_scenario(d, (batch + di) % 2 == 1, layout, hq, hkv, batch, sq, sk, (batch + di) % 4 == 0))
+            label = "custom" if (batch + di) % 4 == 0 else "default"
+            out.append(_scenario(d, (batch + di) % 2 == 1, layout, hq, hkv, batch, sq, sk, label))
     return out
 
 
 def correctness_scenarios() -> list[dict]:
     """All correctness scenarios as {"id", "params"} dicts, in a fixed order; ids are unique."""
-    rows = (_grid() + _batch_block() + [_scenario(*e) for e in EDGE] + [_scenario(*e) for e in LONG]
-            + [_signed(*e) for e in SIGNED])
+    rows = (_grid() + _batch_block() + [_labelled(e) for e in EDGE] + [_labelled(e) for e in LONG]
+            + [_scenario(*e) for e in SIGNED])
     seen: set[str] = set()
     for row in rows:
         if row["id"] in seen:
