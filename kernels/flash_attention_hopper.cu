@@ -1572,9 +1572,8 @@ static int launch(const void* q, const void* k, const void* v, void* o, float* l
   return cudaGetLastError() == cudaSuccess ? 0 : 6;
 }
 
-// A softmax_scale <= 0 (zero: uniform weights; negative: the smallest scores weigh most). The tiled kernels take
-// the running max over raw scores before scaling, right only for a positive scale, so these go here: one block
-// per query row, fp32 throughout, no tensor cores. Correct, not fast; no benchmark configuration uses it.
+// A softmax_scale <= 0 where the tiled path below cannot run (see signed_forward): one block per query row, fp32
+// throughout, no tensor cores, two passes over the keys. Correct, not fast: every key row is read once per query row.
 __global__ void __launch_bounds__(128) plain_fwd_kernel(const __nv_bfloat16* __restrict__ q,
                                                         const __nv_bfloat16* __restrict__ k,
                                                         const __nv_bfloat16* __restrict__ v,
@@ -1643,6 +1642,85 @@ static int plain_launch(const void* q, const void* k, const void* v, void* o, fl
   return cudaGetLastError() == cudaSuccess ? 0 : 7;
 }
 
+
+// The tiled kernels for a positive softmax_scale; q, k, v, o 16-byte aligned (TMA), else 3.
+static int tiled_forward(const void* q, const void* k, const void* v, void* o, float* lse, int batch,
+                         int seqlen_q, int seqlen_k, int heads_q, int heads_kv, int head_dim, float softmax_scale,
+                         int causal, cudaStream_t s) {
+  if (((uintptr_t)q | (uintptr_t)k | (uintptr_t)v | (uintptr_t)o) & 15) return 3;  // TMA needs 16 B
+  if ((int64_t)batch * heads_q * ((seqlen_q + 63) / 64) > 0x7fffffff) return 1;
+  switch (head_dim) {
+    case 64:
+      // Short causal D=64: 128-row tiles (2 consumer warpgroups) balance the triangle better than
+      // 192-row ones (perf.md: 0.93x vs 0.80x FA3 at S=1k causal); longer ones are exp-bound and
+      // gain from the third warpgroup.
+      if (causal && seqlen_q <= FAH_SQ64_2WG)
+        return launch<64, FAH_BN64, 3, 2, FAH_PP64 != 0>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
+#if FAH_MC & 4
+      if (!causal)
+        return launch<64, FAH_BN64, FAH_MC_ST64, FAH_NWG64, FAH_NWG64 == 2 ? FAH_PP64 != 0 : FAH_RR64 != 0, 2, 1>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
+#endif
+      return launch<64, FAH_BN64, 3, FAH_NWG64, FAH_NWG64 == 2 ? FAH_PP64 != 0 : FAH_RR64 != 0>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
+    case 128:
+#if FAH_MC & 1
+      if (!causal)
+        return launch<128, FAH_MC_BN128, FAH_MC_ST128, 2, FAH_PP128, 0, 1>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
+#endif
+      if (!causal)
+        return launch<128, FAH_BN128NC, FAH_ST128, 2, FAH_PP128, 0>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
+#if FAH_PP128C_SK > 0
+      if (seqlen_k <= FAH_PP128C_SK)
+        return launch<128, FAH_BN128, FAH_ST128, 2, true, 1>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
+#endif
+#if FAH_LZ_GQA
+#if FAH_MC & 8
+      if (heads_q != heads_kv && (heads_q / heads_kv) % 2 == 0)
+        return launch<128, FAH_BN128, FAH_ST128, 2, FAH_PP128C, 3, 2>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
+#endif
+      if (heads_q != heads_kv)
+        return launch<128, FAH_BN128, FAH_ST128, 2, FAH_PP128C, 3>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
+#endif
+      return launch<128, FAH_BN128, FAH_ST128, 2, FAH_PP128C, 1>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
+    case 256:
+      // Short causal D=256: 64-wide KV tiles waste less of the masked diagonal (perf.md, stage 2:
+      // 0.96x FA3 at S=1k causal against 0.92x with 80; 80 stays faster everywhere else measured).
+      if (causal && seqlen_k <= FAH_SK256_BN64)
+        return launch<256, 64, 2, 2, FAH_PP256 || FAH_PP256C, 1>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
+      if (causal)
+        return launch<256, FAH_BN256, 2, 2, FAH_PP256 || FAH_PP256C, 1>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
+      return launch<256, FAH_BN256, 2, 2, FAH_PP256, 0, (FAH_MC & 2) ? 1 : 0>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
+    default: return 2;
+  }
+}
+
+// softmax(s q.k) = softmax(|s| (-q).k) for s < 0, and for s = 0 every allowed key weighs the same, as it does for q = 0
+// at any positive scale; lse is the same too, since |s| (-q).k = s q.k. The tiled kernels take the running max over
+// raw scores (right for a positive scale only), so a scale <= 0 runs them on a transformed copy of q: a sign flip or a
+// zero, both exact in bf16. The copy lives in stream-ordered scratch (the task's 1 MiB workspace holds too little);
+// without it, or with pointers TMA cannot take, the plain kernel computes the call.
+__global__ void signed_q_kernel(const unsigned short* __restrict__ q, unsigned short* __restrict__ out, int64_t n,
+                                unsigned short keep, unsigned short flip) {
+  const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) out[i] = (q[i] & keep) ^ flip;
+}
+
+static int signed_forward(const void* q, const void* k, const void* v, void* o, float* lse, int batch, int sq, int sk,
+                          int hq, int hkv, int d, float scale, int causal, cudaStream_t s) {
+  const int64_t n = (int64_t)batch * sq * hq * d;
+  void* qt = nullptr;
+  if ((((uintptr_t)k | (uintptr_t)v | (uintptr_t)o) & 15) || cudaMallocAsync(&qt, (size_t)n * 2, s) != cudaSuccess) {
+    (void)cudaGetLastError();  // a failed allocation is not this call's error: the plain kernel takes it
+    return plain_launch(q, k, v, o, lse, batch, sq, sk, hq, hkv, d, scale, causal, s);
+  }
+  const bool negative = scale < 0.f;  // -0.0 is zero
+  signed_q_kernel<<<4 * num_sms(), 256, 0, s>>>(static_cast<const unsigned short*>(q),
+                                                 static_cast<unsigned short*>(qt), n, negative ? 0xffff : 0,
+                                                 negative ? 0x8000 : 0);
+  int rc = cudaGetLastError() == cudaSuccess ? 0 : 7;
+  if (rc == 0) rc = tiled_forward(qt, k, v, o, lse, batch, sq, sk, hq, hkv, d, negative ? -scale : 1.f, causal, s);
+  if (cudaFreeAsync(qt, s) != cudaSuccess) rc = rc ? rc : 7;
+  return rc == 0 ? 0 : plain_launch(q, k, v, o, lse, batch, sq, sk, hq, hkv, d, scale, causal, s);
+}
 }  // namespace fah
 
 extern "C" int attention_forward(const void* q, const void* k, const void* v, void* o, float* lse, int batch,
@@ -1657,54 +1735,11 @@ extern "C" int attention_forward(const void* q, const void* k, const void* v, vo
   if (!isfinite(softmax_scale * 1.4426950408889634f)) return 4;  // the task's code: not finite in the exp2 domain
   if (head_dim != 64 && head_dim != 128 && head_dim != 256) return 2;
   cudaStream_t s = static_cast<cudaStream_t>(stream);
-  // The tiled kernels take the running max over raw scores and then scale: valid for a positive scale only.
   if (!(softmax_scale > 0.f))
-    return fah::plain_launch(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, head_dim, softmax_scale,
-                             causal, s);
-  if (((uintptr_t)q | (uintptr_t)k | (uintptr_t)v | (uintptr_t)o) & 15) return 3;  // TMA needs 16 B
-  if ((int64_t)batch * heads_q * ((seqlen_q + 63) / 64) > 0x7fffffff) return 1;
-  switch (head_dim) {
-    case 64:
-      // Short causal D=64: 128-row tiles (2 consumer warpgroups) balance the triangle better than
-      // 192-row ones (perf.md: 0.93x vs 0.80x FA3 at S=1k causal); longer ones are exp-bound and
-      // gain from the third warpgroup.
-      if (causal && seqlen_q <= FAH_SQ64_2WG)
-        return fah::launch<64, FAH_BN64, 3, 2, FAH_PP64 != 0>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
-#if FAH_MC & 4
-      if (!causal)
-        return fah::launch<64, FAH_BN64, FAH_MC_ST64, FAH_NWG64, FAH_NWG64 == 2 ? FAH_PP64 != 0 : FAH_RR64 != 0, 2, 1>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
-#endif
-      return fah::launch<64, FAH_BN64, 3, FAH_NWG64, FAH_NWG64 == 2 ? FAH_PP64 != 0 : FAH_RR64 != 0>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
-    case 128:
-#if FAH_MC & 1
-      if (!causal)
-        return fah::launch<128, FAH_MC_BN128, FAH_MC_ST128, 2, FAH_PP128, 0, 1>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
-#endif
-      if (!causal)
-        return fah::launch<128, FAH_BN128NC, FAH_ST128, 2, FAH_PP128, 0>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
-#if FAH_PP128C_SK > 0
-      if (seqlen_k <= FAH_PP128C_SK)
-        return fah::launch<128, FAH_BN128, FAH_ST128, 2, true, 1>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
-#endif
-#if FAH_LZ_GQA
-#if FAH_MC & 8
-      if (heads_q != heads_kv && (heads_q / heads_kv) % 2 == 0)
-        return fah::launch<128, FAH_BN128, FAH_ST128, 2, FAH_PP128C, 3, 2>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
-#endif
-      if (heads_q != heads_kv)
-        return fah::launch<128, FAH_BN128, FAH_ST128, 2, FAH_PP128C, 3>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
-#endif
-      return fah::launch<128, FAH_BN128, FAH_ST128, 2, FAH_PP128C, 1>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
-    case 256:
-      // Short causal D=256: 64-wide KV tiles waste less of the masked diagonal (perf.md, stage 2:
-      // 0.96x FA3 at S=1k causal against 0.92x with 80; 80 stays faster everywhere else measured).
-      if (causal && seqlen_k <= FAH_SK256_BN64)
-        return fah::launch<256, 64, 2, 2, FAH_PP256 || FAH_PP256C, 1>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
-      if (causal)
-        return fah::launch<256, FAH_BN256, 2, 2, FAH_PP256 || FAH_PP256C, 1>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
-      return fah::launch<256, FAH_BN256, 2, 2, FAH_PP256, 0, (FAH_MC & 2) ? 1 : 0>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
-    default: return 2;
-  }
+    return fah::signed_forward(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, head_dim,
+                               softmax_scale, causal, s);
+  return fah::tiled_forward(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, head_dim, softmax_scale,
+                            causal, s);
 }
 
 #if FAH_PROBE

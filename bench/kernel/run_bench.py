@@ -67,6 +67,13 @@ SPLIT_CHECKS = [(2, 3000, 2900, 12, 4, 128, 0, None), (1, 2000, 8000, 100, 20, 1
 # masked) and by 32, GQA, a sharp softmax.
 DIAGONAL_CHECKS = [(1, 3000, 3000, 4, 2, 64, 1, None), (1, 2500, 2564, 4, 4, 64, 1, None), (2, 2200, 2300, 2, 1, 64, 1, 4.0),
                    (2, 1000, 1064, 4, 2, 128, 1, None), (1, 1000, 1032, 4, 4, 128, 1, 10.0), (2, 3000, 3000, 8, 2, 128, 1, None)]
+# softmax_scale <= 0 (stage 22: the tiled kernels on a sign-flipped or zeroed copy of q): a zero and a negative scale
+# for every head dim, causal and not, with GQA and a partial last key block; a sharp negative scale; causal Sq > Sk
+# (key-less rows); a single row and key; long shapes, which the plain kernel took seconds over.
+SIGNED_CHECKS = [(1, 300, 1000, 4, 2, d, c, s) for d in (64, 128, 256) for c in (0, 1)
+                 for s in (0.0, -1.0 / math.sqrt(d))] + [
+    (1, 300, 1000, 4, 2, 128, 0, -10.0), (2, 2047, 129, 8, 2, 128, 1, -0.3), (1, 1, 1, 2, 1, 64, 1, 0.0),
+    (1, 8192, 8192, 4, 4, 128, 1, -0.088), (1, 4096, 16384, 2, 1, 256, 0, 0.0), (1, 16384, 16384, 2, 2, 64, 1, -0.125)]
 HANG_S = 60.0  # a case that has not finished by then is reported as a hang (the evaluator's limit)
 
 
@@ -219,6 +226,7 @@ def check_cases(big: bool) -> list[tuple]:
     cases += [MASKED_CHECKS[0]]  # again right after the others: a second launch must be right too
     cases += [c for c in SPLIT_CHECKS for _ in range(2)] + DIAGONAL_CHECKS
     cases += [(2, 333, 444, 4, 2, 128, 1, 0.37)]
+    cases += SIGNED_CHECKS
     return cases
 
 
@@ -267,7 +275,7 @@ def run_checks(f, ws, log, big: bool) -> int:
 
 def describe(case: tuple) -> str:
     b, sq, sk, hq, hkv, d, c, scale = case
-    return f"B={b} Sq={sq} Sk={sk} Hq={hq} Hkv={hkv} D={d} causal={c} scale={scale or 'default'}"
+    return f"B={b} Sq={sq} Sk={sk} Hq={hq} Hkv={hkv} D={d} causal={c} scale={'default' if scale is None else scale}"
 
 
 def main() -> int:
