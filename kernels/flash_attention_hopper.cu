@@ -1572,8 +1572,8 @@ static int launch(const void* q, const void* k, const void* v, void* o, float* l
   return cudaGetLastError() == cudaSuccess ? 0 : 6;
 }
 
-// A softmax_scale <= 0 where the tiled path below cannot run (see signed_forward): one block per query row, fp32
-// throughout, no tensor cores, two passes over the keys. Correct, not fast: every key row is read once per query row.
+// A call the tiled path below cannot take, without the scratch it needs (see staged_forward): one block per query
+// row, fp32 throughout, no tensor cores, two passes over the keys. Correct, not fast: every key row is read once per query row.
 __global__ void __launch_bounds__(128) plain_fwd_kernel(const __nv_bfloat16* __restrict__ q,
                                                         const __nv_bfloat16* __restrict__ k,
                                                         const __nv_bfloat16* __restrict__ v,
@@ -1689,37 +1689,54 @@ static int tiled_forward(const void* q, const void* k, const void* v, void* o, f
       if (causal)
         return launch<256, FAH_BN256, 2, 2, FAH_PP256 || FAH_PP256C, 1>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
       return launch<256, FAH_BN256, 2, 2, FAH_PP256, 0, (FAH_MC & 2) ? 1 : 0>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
-    default: return 2;
+    default: return 3;
   }
 }
 
-// softmax(s q.k) = softmax(|s| (-q).k) for s < 0, and for s = 0 every allowed key weighs the same, as it does for q = 0
-// at any positive scale; lse is the same too, since |s| (-q).k = s q.k. The tiled kernels take the running max over
-// raw scores (right for a positive scale only), so a scale <= 0 runs them on a transformed copy of q: a sign flip or a
-// zero, both exact in bf16. The copy lives in stream-ordered scratch (the task's 1 MiB workspace holds too little);
-// without it, or with pointers TMA cannot take, the plain kernel computes the call.
-__global__ void signed_q_kernel(const unsigned short* __restrict__ q, unsigned short* __restrict__ out, int64_t n,
-                                unsigned short keep, unsigned short flip) {
+// Calls the tiled kernels cannot take as given go through stream-ordered scratch (the task's 1 MiB workspace holds
+// too little), copied by bf16_copy_kernel:
+// - a scale <= 0: softmax(s q.k) = softmax(|s| (-q).k) for s < 0, and for s = 0 every allowed key weighs the same, as
+//   it does for q = 0 at any positive scale; lse is the same too, since |s| (-q).k = s q.k. The tiled kernels take the
+//   running max over raw scores (right for a positive scale only), so they run on a sign-flipped or zeroed copy of q,
+//   both exact in bf16;
+// - a q, k, v or o pointer off 16 bytes (TMA's alignment): that tensor is copied in (q, k, v) or out (o).
+// Without the scratch the plain kernel computes the call.
+__global__ void bf16_copy_kernel(const unsigned short* __restrict__ src, unsigned short* __restrict__ dst, int64_t n,
+                                 unsigned short keep, unsigned short flip) {
   const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) out[i] = (q[i] & keep) ^ flip;
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) dst[i] = (src[i] & keep) ^ flip;
 }
 
-static int signed_forward(const void* q, const void* k, const void* v, void* o, float* lse, int batch, int sq, int sk,
+static bool bf16_copy(const void* src, void* dst, int64_t n, unsigned short keep, unsigned short flip,
+                      cudaStream_t s) {
+  bf16_copy_kernel<<<4 * num_sms(), 256, 0, s>>>(static_cast<const unsigned short*>(src),
+                                                  static_cast<unsigned short*>(dst), n, keep, flip);
+  return cudaGetLastError() == cudaSuccess;
+}
+
+static bool off16(const void* p) { return ((uintptr_t)p & 15) != 0; }
+
+static int staged_forward(const void* q, const void* k, const void* v, void* o, float* lse, int batch, int sq, int sk,
                           int hq, int hkv, int d, float scale, int causal, cudaStream_t s) {
-  const int64_t n = (int64_t)batch * sq * hq * d;
-  void* qt = nullptr;
-  if ((((uintptr_t)k | (uintptr_t)v | (uintptr_t)o) & 15) || cudaMallocAsync(&qt, (size_t)n * 2, s) != cudaSuccess) {
+  const bool positive = scale > 0.f, negative = scale < 0.f;  // neither: zero (-0.0 too)
+  const int64_t nq = (int64_t)batch * sq * hq * d, nkv = (int64_t)batch * sk * hkv * d;  // multiples of 64
+  const bool cq = !positive || off16(q), ck = off16(k), cv = off16(v), co = off16(o);
+  const int64_t elems = (cq ? nq : 0) + (ck ? nkv : 0) + (cv ? nkv : 0) + (co ? nq : 0);
+  unsigned short* scratch = nullptr;
+  if (cudaMallocAsync(reinterpret_cast<void**>(&scratch), (size_t)elems * 2, s) != cudaSuccess) {
     (void)cudaGetLastError();  // a failed allocation is not this call's error: the plain kernel takes it
     return plain_launch(q, k, v, o, lse, batch, sq, sk, hq, hkv, d, scale, causal, s);
   }
-  const bool negative = scale < 0.f;  // -0.0 is zero
-  signed_q_kernel<<<4 * num_sms(), 256, 0, s>>>(static_cast<const unsigned short*>(q),
-                                                 static_cast<unsigned short*>(qt), n, negative ? 0xffff : 0,
-                                                 negative ? 0x8000 : 0);
-  int rc = cudaGetLastError() == cudaSuccess ? 0 : 7;
-  if (rc == 0) rc = tiled_forward(qt, k, v, o, lse, batch, sq, sk, hq, hkv, d, negative ? -scale : 1.f, causal, s);
-  if (cudaFreeAsync(qt, s) != cudaSuccess) rc = rc ? rc : 7;
-  return rc == 0 ? 0 : plain_launch(q, k, v, o, lse, batch, sq, sk, hq, hkv, d, scale, causal, s);
+  unsigned short* next = scratch;  // each part a multiple of 128 bytes, so every part stays 16-byte aligned
+  auto part = [&](bool used, int64_t n) { unsigned short* at = used ? next : nullptr; next += used ? n : 0; return at; };
+  unsigned short *tq = part(cq, nq), *tk = part(ck, nkv), *tv = part(cv, nkv), *to = part(co, nq);
+  bool ok = (!cq || bf16_copy(q, tq, nq, positive || negative ? 0xffff : 0, negative ? 0x8000 : 0, s)) &&
+            (!ck || bf16_copy(k, tk, nkv, 0xffff, 0, s)) && (!cv || bf16_copy(v, tv, nkv, 0xffff, 0, s));
+  ok = ok && tiled_forward(cq ? tq : q, ck ? tk : k, cv ? tv : v, co ? static_cast<void*>(to) : o, lse, batch, sq, sk,
+                           hq, hkv, d, positive ? scale : negative ? -scale : 1.f, causal, s) == 0;
+  ok = ok && (!co || bf16_copy(to, o, nq, 0xffff, 0, s));
+  ok = cudaFreeAsync(scratch, s) == cudaSuccess && ok;
+  return ok ? 0 : plain_launch(q, k, v, o, lse, batch, sq, sk, hq, hkv, d, scale, causal, s);
 }
 }  // namespace fah
 
@@ -1729,14 +1746,19 @@ extern "C" int attention_forward(const void* q, const void* k, const void* v, vo
                                  void* stream) {
   (void)workspace;
   (void)workspace_bytes;
+  // The task's codes, in the initial kernel's order (a batch or head count above 65535 is no error here).
   if (!q || !k || !v || !o || !lse) return 1;
-  if (batch <= 0 || seqlen_q <= 0 || seqlen_k <= 0 || heads_q <= 0 || heads_kv <= 0) return 1;
-  if (heads_q % heads_kv != 0) return 2;
-  if (!isfinite(softmax_scale * 1.4426950408889634f)) return 4;  // the task's code: not finite in the exp2 domain
-  if (head_dim != 64 && head_dim != 128 && head_dim != 256) return 2;
+  if (batch < 0 || seqlen_q < 0 || seqlen_k < 0 || heads_q <= 0 || heads_kv <= 0 || heads_q % heads_kv) return 2;
+  if (head_dim != 64 && head_dim != 128 && head_dim != 256) return 3;
+  if (!isfinite(softmax_scale * 1.4426950408889634f)) return 4;  // not finite in the exp2 domain
+  if ((((uintptr_t)q | (uintptr_t)k | (uintptr_t)v | (uintptr_t)o) & 1) || ((uintptr_t)lse & 3)) return 5;
+  if (batch == 0 || seqlen_q == 0) return 0;  // nothing to compute
   cudaStream_t s = static_cast<cudaStream_t>(stream);
-  if (!(softmax_scale > 0.f))
-    return fah::signed_forward(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, head_dim,
+  if (seqlen_k == 0)  // every row fully masked: o = 0, lse = -inf, which the plain kernel writes
+    return fah::plain_launch(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, head_dim, softmax_scale,
+                             causal, s);
+  if (!(softmax_scale > 0.f) || fah::off16(q) || fah::off16(k) || fah::off16(v) || fah::off16(o))
+    return fah::staged_forward(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, head_dim,
                                softmax_scale, causal, s);
   return fah::tiled_forward(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, head_dim, softmax_scale,
                             causal, s);

@@ -4,8 +4,10 @@
 // causal grouped heads), each launched twice.
 // Build beside the kernel:  nvcc -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a -lineinfo \
 //                             kernels/flash_attention_hopper.cu bench/kernel/rc_driver.cu -o rc
-// Run:  compute-sanitizer --tool racecheck --racecheck-report all ./rc [D [SCALE]]
-// (SCALE, default 0.125: a zero or negative one takes the plain kernel, which no benchmark runs)
+// Run:  compute-sanitizer --tool racecheck --racecheck-report all ./rc [D [SCALE [OFFSET]]]
+// (SCALE, default 0.125: a zero or negative one runs the tiled kernels on a sign-flipped or zeroed copy of q;
+// OFFSET, default 0: q, k, v and o start this many elements into their allocations, so that an OFFSET that is not
+// a multiple of 8 sends them through aligned scratch copies)
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -26,15 +28,18 @@ __global__ void fill(__nv_bfloat16* x, size_t n, unsigned seed) {
 }
 
 static float g_scale = 0.125f;
+static int g_offset = 0;
 
 static int run(int b, int sq, int sk, int hq, int hkv, int d, int causal) {
   const size_t nq = (size_t)b * sq * hq * d, nk = (size_t)b * sk * hkv * d;
   __nv_bfloat16 *q, *k, *v, *o;
   float* lse;
   void* ws;
-  if (cudaMalloc(&q, nq * 2) || cudaMalloc(&k, nk * 2) || cudaMalloc(&v, nk * 2) || cudaMalloc(&o, nq * 2) ||
-      cudaMalloc(&lse, (size_t)b * hq * sq * 4) || cudaMalloc(&ws, 1 << 20))
+  const size_t off = g_offset;
+  if (cudaMalloc(&q, (nq + off) * 2) || cudaMalloc(&k, (nk + off) * 2) || cudaMalloc(&v, (nk + off) * 2) ||
+      cudaMalloc(&o, (nq + off) * 2) || cudaMalloc(&lse, (size_t)b * hq * sq * 4) || cudaMalloc(&ws, 1 << 20))
     return 10;
+  q += off, k += off, v += off, o += off;
   fill<<<64, 256>>>(q, nq, 1u);
   fill<<<64, 256>>>(k, nk, 2u);
   fill<<<64, 256>>>(v, nk, 3u);
@@ -44,13 +49,14 @@ static int run(int b, int sq, int sk, int hq, int hkv, int d, int causal) {
   const cudaError_t e = cudaDeviceSynchronize();
   std::printf("B=%d Sq=%d Sk=%d Hq=%d Hkv=%d D=%d causal=%d: rc=%d %s\n", b, sq, sk, hq, hkv, d, causal, rc,
               cudaGetErrorString(e));
-  cudaFree(q); cudaFree(k); cudaFree(v); cudaFree(o); cudaFree(lse); cudaFree(ws);
+  cudaFree(q - off); cudaFree(k - off); cudaFree(v - off); cudaFree(o - off); cudaFree(lse); cudaFree(ws);
   return rc ? rc : (e != cudaSuccess ? 11 : 0);
 }
 
 int main(int argc, char** argv) {
   const int only = argc > 1 ? std::atoi(argv[1]) : 0;
   if (argc > 2) g_scale = std::strtof(argv[2], nullptr);
+  if (argc > 3) g_offset = std::atoi(argv[3]);
   int bad = 0;
   for (int d : {64, 128, 256}) {
     if (only && d != only) continue;

@@ -74,6 +74,13 @@ SIGNED_CHECKS = [(1, 300, 1000, 4, 2, d, c, s) for d in (64, 128, 256) for c in 
                  for s in (0.0, -1.0 / math.sqrt(d))] + [
     (1, 300, 1000, 4, 2, 128, 0, -10.0), (2, 2047, 129, 8, 2, 128, 1, -0.3), (1, 1, 1, 2, 1, 64, 1, 0.0),
     (1, 8192, 8192, 4, 4, 128, 1, -0.088), (1, 4096, 16384, 2, 1, 256, 0, 0.0), (1, 16384, 16384, 2, 2, 64, 1, -0.125)]
+# Stage 22, the host side's other paths: pointers off 16 bytes (offsets in elements of q, k, v, o: copied through
+# aligned scratch), positive and negative scales; empty calls (batch or Sq zero: nothing written) and Sk = 0 (every
+# row fully masked: o = 0, lse = -inf).
+EDGE_CHECKS = [(1, 300, 1000, 4, 2, d, c, sc, off) for d in (64, 128, 256) for c in (0, 1)
+               for sc, off in ((None, (1, 0, 0, 0)), (-0.2, (0, 3, 0, 0)), (None, (0, 0, 5, 7)))] + [
+    (2, 129, 2047, 4, 1, 128, 1, None, (1, 1, 1, 1)), (1, 5, 0, 2, 1, 64, 0, None), (2, 7, 0, 4, 2, 128, 1, None),
+    (1, 3, 0, 2, 2, 256, 0, -0.5), (0, 8, 8, 2, 2, 64, 0, None), (1, 0, 8, 2, 2, 128, 1, None)]
 HANG_S = 60.0  # a case that has not finished by then is reported as a hang (the evaluator's limit)
 
 
@@ -87,11 +94,16 @@ def load_lib(path: str):
     return f
 
 
+def ptr(t) -> int:
+    """Where `t` starts in its allocation; torch's data_ptr() is 0 for an empty tensor, a null pointer to the kernel."""
+    return t.untyped_storage().data_ptr() + t.storage_offset() * t.element_size()
+
+
 def call(f, q, k, v, o, lse, scale, causal, ws):
     import torch
     b, sq, hq, d = q.shape
     sk, hkv = k.shape[1], k.shape[2]
-    rc = f(q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), lse.data_ptr(), b, sq, sk, hq, hkv, d,
+    rc = f(ptr(q), ptr(k), ptr(v), ptr(o), ptr(lse), b, sq, sk, hq, hkv, d,
            float(scale), int(causal), ws.data_ptr(), ws.numel(), torch.cuda.current_stream().cuda_stream)
     if rc != 0:
         raise RuntimeError(f"attention_forward returned {rc}")
@@ -132,14 +144,25 @@ def max_err(a, b):
     return float(d.max()) if d.numel() else 0.0
 
 
-def check_case(f, ws, b, sq, sk, hq, hkv, d, causal, scale=None):
+def placed(shape, offset: int, fill):
+    """A bf16 tensor of `shape` holding `fill`, starting `offset` elements into its own allocation (2-byte steps: a
+    pointer off 16 bytes for TMA), never a null pointer even when empty."""
+    import torch
+    flat = torch.empty(math.prod(shape) + offset + 8, device="cuda", dtype=torch.bfloat16)
+    t = flat[offset:offset + math.prod(shape)].view(shape)
+    t.copy_(fill)
+    return t
+
+
+def check_case(f, ws, b, sq, sk, hq, hkv, d, causal, scale=None, offsets=(0, 0, 0, 0)):
     import torch
     scale = scale if scale is not None else 1.0 / math.sqrt(d)
-    q = torch.randn(b, sq, hq, d, device="cuda").to(torch.bfloat16)
-    k = torch.randn(b, sk, hkv, d, device="cuda").to(torch.bfloat16)
-    v = torch.randn(b, sk, hkv, d, device="cuda").to(torch.bfloat16)
-    o = torch.full((b, sq, hq, d), float("nan"), device="cuda", dtype=torch.bfloat16)
-    lse = torch.full((b, hq, sq), float("nan"), device="cuda", dtype=torch.float32)
+    q = placed((b, sq, hq, d), offsets[0], torch.randn(b, sq, hq, d, device="cuda"))
+    k = placed((b, sk, hkv, d), offsets[1], torch.randn(b, sk, hkv, d, device="cuda"))
+    v = placed((b, sk, hkv, d), offsets[2], torch.randn(b, sk, hkv, d, device="cuda"))
+    o = placed((b, sq, hq, d), offsets[3], torch.full((b, sq, hq, d), float("nan"), device="cuda"))
+    # its own allocation with room to spare: an empty lse still gets a real pointer
+    lse = torch.full((b * hq * sq + 8,), float("nan"), device="cuda", dtype=torch.float32)[: b * hq * sq].view(b, hq, sq)
     ws.fill_(255)
     call(f, q, k, v, o, lse, scale, causal, ws)
     torch.cuda.synchronize()
@@ -150,7 +173,7 @@ def check_case(f, ws, b, sq, sk, hq, hkv, d, causal, scale=None):
     e_o, e_ref_o = max_err(of, o32), max_err(o16, o32)
     e_l, e_ref_l = max_err(lse, l32), max_err(l16, l32)
     ok = (not nan) and e_o <= 2 * e_ref_o + 1e-3 and e_l <= 2 * e_ref_l + 1e-3
-    line = (f"{'PASS' if ok else 'FAIL'} B={b} Sq={sq} Sk={sk} Hq={hq} Hkv={hkv} D={d} causal={causal} "
+    line = (f"{'PASS' if ok else 'FAIL'} B={b} Sq={sq} Sk={sk} Hq={hq} Hkv={hkv} D={d} causal={causal} offsets={offsets} "
             f"scale={scale:.4f} o_err={e_o:.2e} (bf16 ref {e_ref_o:.2e}) lse_err={e_l:.2e} (ref {e_ref_l:.2e})"
             f"{' NaN' if nan else ''}")
     if not ok:
@@ -227,6 +250,7 @@ def check_cases(big: bool) -> list[tuple]:
     cases += [c for c in SPLIT_CHECKS for _ in range(2)] + DIAGONAL_CHECKS
     cases += [(2, 333, 444, 4, 2, 128, 1, 0.37)]
     cases += SIGNED_CHECKS
+    cases += EDGE_CHECKS
     return cases
 
 
@@ -256,16 +280,16 @@ def run_checks(f, ws, log, big: bool) -> int:
                 os._exit(3)  # the stuck kernel keeps the GPU: no clean way back
     threading.Thread(target=watchdog, daemon=True).start()
     try:
-        for i, (b, sq, sk, hq, hkv, d, c, scale) in enumerate(cases):
+        for i, (b, sq, sk, hq, hkv, d, c, scale, *offsets) in enumerate(cases):
             current["i"], current["start"] = i, time.time()
             try:
-                ok, line = check_case(f, ws, b, sq, sk, hq, hkv, d, c, scale=scale)
+                ok, line = check_case(f, ws, b, sq, sk, hq, hkv, d, c, scale=scale, offsets=(offsets or [(0,) * 4])[0])
             except Exception as e:  # a launch failure poisons the context: report and stop
                 log(f"ERROR {describe(cases[i])}: {e}")
                 log(summary(i + 1, n_fail + 1, " (stopped at an error)"))
                 sys.exit(2)
             n_fail += not ok
-            if not ok or sq * sk > 4_000_000:
+            if not ok or sq * sk > 4_000_000 or offsets or 0 in (b, sq, sk):
                 log(line)
     finally:
         finished.set()
@@ -274,8 +298,9 @@ def run_checks(f, ws, log, big: bool) -> int:
 
 
 def describe(case: tuple) -> str:
-    b, sq, sk, hq, hkv, d, c, scale = case
-    return f"B={b} Sq={sq} Sk={sk} Hq={hq} Hkv={hkv} D={d} causal={c} scale={'default' if scale is None else scale}"
+    b, sq, sk, hq, hkv, d, c, scale, *offsets = case
+    return (f"B={b} Sq={sq} Sk={sk} Hq={hq} Hkv={hkv} D={d} causal={c} scale={'default' if scale is None else scale}"
+            f"{f' offsets={offsets[0]}' if offsets else ''}")
 
 
 def main() -> int:
