@@ -30,6 +30,7 @@
 #include <cuda_bf16.h>
 #include <stdint.h>
 #include <math.h>
+#include <atomic>
 
 #ifndef FAH_PP64  // 1: the two consumer warpgroups take turns issuing GEMMs (FA3's ping-pong)
 #define FAH_PP64 0
@@ -1382,7 +1383,14 @@ static bool make_map(CUtensorMap* map, const void* ptr, int d, int heads, int se
              CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
-__device__ unsigned int g_sched[2] = {0u, 0u};  // zero between launches (the last CTA resets it)
+// The dynamic schedule's two counters (tiles handed out beyond the first wave, CTAs finished) belong to one launch:
+// a launch running beside another one (on another stream) must not draw tiles from its counter. So each launch takes
+// the next of kSchedSlots pairs in turn, and the last CTA of a launch zeroes its pair. A pair comes round again
+// kSchedSlots launches later, when the launch that had it is long finished unless that many launches were queued
+// behind it on other streams. (The split tail's buffers below, FAH_SPLIT > 1, off, are still one per module.)
+constexpr int kSchedSlots = 65536;
+__device__ unsigned int g_sched[kSchedSlots][2];  // zero-initialised, and zero between launches
+static std::atomic<unsigned int> g_sched_next{0u};
 
 constexpr int kSplitTiles = 256, kSplitPieces = 400;  // the partial buffer's capacity (split tail)
 #if FAH_SPLIT > 1
@@ -1524,6 +1532,7 @@ static int launch(const void* q, const void* k, const void* v, void* o, float* l
   p.o = static_cast<__nv_bfloat16*>(o);
   p.lse = lse;
   if (cudaGetSymbolAddress(reinterpret_cast<void**>(&p.sched), g_sched) != cudaSuccess) return 7;
+  p.sched += 2 * (g_sched_next.fetch_add(1u, std::memory_order_relaxed) % kSchedSlots);
   p.batch = batch;
   p.seqlen_q = sq;
   p.seqlen_k = sk;

@@ -254,6 +254,50 @@ def check_cases(big: bool) -> list[tuple]:
     return cases
 
 
+# Launches running beside each other (stage 22), one per stream, started together CONCURRENT_ROUNDS times; each
+# launch writes its own output. First a launch whose CTAs leave one by one over ~180 us (128 causal tiles of 1 to 128
+# KV blocks, one each), then two whose many short tiles come from the dynamic schedule's counter: they start on the
+# SMs the first one frees while its last CTAs still run (a first try with three evenly loaded launches passed on the
+# shared counter: their overlap was too short).
+CONCURRENT_SHAPES = [(1, 16384, 16384, 1, 1, 128, 1), (32, 512, 512, 16, 16, 128, 1), (16, 1024, 1024, 16, 16, 128, 0)]
+CONCURRENT_ROUNDS = 8
+
+
+def check_concurrent(f) -> tuple[bool, str]:
+    """Every shape of CONCURRENT_SHAPES on a stream of its own, all started together, CONCURRENT_ROUNDS times, then
+    once more each on the default stream after a synchronize; every output against the fp32 reference with
+    check_case's rule. A schedule counter shared between launches leaves tiles unwritten or written twice."""
+    import torch
+    streams = [torch.cuda.Stream() for _ in CONCURRENT_SHAPES]
+    runs, worst = [], []
+    for b, sq, sk, hq, hkv, d, causal in CONCURRENT_SHAPES:
+        q = torch.randn(b, sq, hq, d, device="cuda").to(torch.bfloat16)
+        k = torch.randn(b, sk, hkv, d, device="cuda").to(torch.bfloat16)
+        v = torch.randn(b, sk, hkv, d, device="cuda").to(torch.bfloat16)
+        outs = [(torch.full((b, sq, hq, d), float("nan"), device="cuda", dtype=torch.bfloat16),
+                 torch.full((b, hq, sq), float("nan"), device="cuda")) for _ in range(CONCURRENT_ROUNDS + 1)]
+        runs.append((q, k, v, outs, 1.0 / math.sqrt(d), causal, torch.empty(1 << 20, dtype=torch.uint8, device="cuda")))
+    torch.cuda.synchronize()
+    for r in range(CONCURRENT_ROUNDS):
+        for stream, (q, k, v, outs, scale, causal, ws) in zip(streams, runs):
+            with torch.cuda.stream(stream):
+                call(f, q, k, v, *outs[r], scale, causal, ws)
+    torch.cuda.synchronize()
+    for q, k, v, outs, scale, causal, ws in runs:
+        call(f, q, k, v, *outs[-1], scale, causal, ws)
+    torch.cuda.synchronize()
+    ok = True
+    for (q, k, v, outs, scale, causal, _), shape in zip(runs, CONCURRENT_SHAPES):
+        o32, l32 = reference(q.float(), k.float(), v.float(), scale, causal, torch.float32)
+        o16, l16 = reference(q, k, v, scale, causal, torch.bfloat16)
+        bound_o, bound_l = 2 * max_err(o16, o32) + 1e-3, 2 * max_err(l16, l32) + 1e-3
+        errs = [(max_err(o.float(), o32), max_err(lse, l32)) for o, lse in outs]
+        bad = [i for i, (e_o, e_l) in enumerate(errs) if not (e_o <= bound_o and e_l <= bound_l)]
+        ok &= not bad
+        worst.append(f"{shape}: worst o_err {max(e for e, _ in errs):.2e} (bound {bound_o:.2e}), bad runs {bad}")
+    return ok, f"{'PASS' if ok else 'FAIL'} concurrent launches: " + "; ".join(worst)
+
+
 def run_checks(f, ws, log, big: bool) -> int:
     """Runs every check, logs failures and large cases, and a one-line CHECK summary last.
 
@@ -268,8 +312,10 @@ def run_checks(f, ws, log, big: bool) -> int:
     current = {"i": 0, "start": time.time()}
     finished = threading.Event()
 
+    total = len(cases) + 1  # and check_concurrent, last
+
     def summary(n_run: int, n_bad: int, note: str = "") -> str:
-        return (f"CHECK {n_run - n_bad}/{len(cases)} passed, {n_bad} failed, {len(cases) - n_run} not run"
+        return (f"CHECK {n_run - n_bad}/{total} passed, {n_bad} failed, {total - n_run} not run"
                 f" in {time.time() - t0:.0f}s{note}")
 
     def watchdog() -> None:
@@ -291,9 +337,18 @@ def run_checks(f, ws, log, big: bool) -> int:
             n_fail += not ok
             if not ok or sq * sk > 4_000_000 or offsets or 0 in (b, sq, sk):
                 log(line)
+        current["start"] = time.time()  # a hang here is reported under the last case's name
+        try:
+            ok, line = check_concurrent(f)
+        except Exception as e:
+            log(f"ERROR concurrent launches: {e}")
+            log(summary(total, n_fail + 1, " (stopped at an error)"))
+            sys.exit(2)
+        n_fail += not ok
+        log(line)
     finally:
         finished.set()
-    log(summary(len(cases), n_fail))
+    log(summary(total, n_fail))
     return n_fail
 
 
