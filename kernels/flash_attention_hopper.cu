@@ -1421,13 +1421,21 @@ __device__ unsigned int g_split_cnt[kSplitTiles];  // zero between launches (eac
   return best;
 }
 
+// Per-device facts are kept per device (a process may call on several): up to kDevices of them, the device the
+// runtime calls current. A device past that asks again on every call.
+constexpr int kDevices = 64;
+static int current_device() {
+  int dev = 0;
+  return cudaGetDevice(&dev) == cudaSuccess && dev >= 0 ? dev : 0;
+}
+
 static int num_sms() {
-  static int n = 0;
-  if (n == 0) {
-    int dev = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
-      n = 132;
-  }
+  static int known[kDevices] = {};
+  const int dev = current_device();
+  if (dev < kDevices && known[dev] > 0) return known[dev];
+  int n = 0;
+  if (cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || n <= 0) n = 132;
+  if (dev < kDevices) known[dev] = n;
   return n;
 }
 
@@ -1497,14 +1505,17 @@ static cudaLaunchConfig_t pair_config(int grid, int threads, int smem_bytes, cud
 // MC kernels: how many 2-CTA clusters fit on the device at once; 0 if the query fails.
 template <int D, int BN, int STAGES, int NWG, bool PINGPONG, int CM, int MC>
 static int max_clusters(int smem_bytes) {
-  static int n = -1;
-  if (n < 0) {
-    cudaLaunchAttribute attr;
-    const cudaLaunchConfig_t cfg = pair_config(2 * num_sms(), 128 * (NWG + 1), smem_bytes, nullptr, attr);
-    int c = 0;
-    n = cudaOccupancyMaxActiveClusters(&c, fa_fwd_kernel<D, BN, STAGES, NWG, PINGPONG, CM, MC>, &cfg) == cudaSuccess
-            ? c : 0;
-  }
+  static int known[kDevices];
+  static bool asked[kDevices] = {};
+  const int dev = current_device();
+  if (dev < kDevices && asked[dev]) return known[dev];
+  cudaLaunchAttribute attr;
+  const cudaLaunchConfig_t cfg = pair_config(2 * num_sms(), 128 * (NWG + 1), smem_bytes, nullptr, attr);
+  int c = 0;
+  const int n =
+      cudaOccupancyMaxActiveClusters(&c, fa_fwd_kernel<D, BN, STAGES, NWG, PINGPONG, CM, MC>, &cfg) == cudaSuccess ? c
+                                                                                                                 : 0;
+  if (dev < kDevices) known[dev] = n, asked[dev] = true;
   return n;
 }
 
@@ -1516,17 +1527,18 @@ static int launch(const void* q, const void* k, const void* v, void* o, float* l
   CUtensorMap mq, mk, mv, mo;
   if (!make_map(&mq, q, D, hq, sq, batch, kBM) || !make_map(&mk, k, D, hkv, sk, batch, MC ? BN / 2 : BN) ||
       !make_map(&mv, v, D, hkv, sk, batch, MC ? BN / 2 : BN) || !make_map(&mo, o, D, hq, sq, batch, 64))
-    return 4;
-  static bool attr_set = false;
-  if (!attr_set) {
+    return 7;
+  static bool attr_set[kDevices] = {};  // the attribute holds for the device it was set on
+  const int dev = current_device();
+  if (dev >= kDevices || !attr_set[dev]) {
     if (cudaFuncSetAttribute(fa_fwd_kernel<D, BN, STAGES, NWG, PINGPONG, CM, MC>,
                              cudaFuncAttributeMaxDynamicSharedMemorySize, L::SMEM) != cudaSuccess)
-      return 5;
-    attr_set = true;
+      return 7;
+    if (dev < kDevices) attr_set[dev] = true;
   }
   // MC: the schedule counts pairs (of query blocks, MC = 1; of heads, MC = 2) on the clusters that fit.
   const int clusters = MC ? max_clusters<D, BN, STAGES, NWG, PINGPONG, CM, MC>(L::SMEM) : 0;
-  if (MC && clusters < 1) return 5;
+  if (MC && clusters < 1) return 7;
   const int sms = MC ? clusters : num_sms();
   Params p;
   p.o = static_cast<__nv_bfloat16*>(o);
@@ -1575,10 +1587,10 @@ static int launch(const void* q, const void* k, const void* v, void* o, float* l
     return cudaLaunchKernelEx(&cfg, fa_fwd_kernel<D, BN, STAGES, NWG, PINGPONG, CM, MC>, mq, mk, mv, mo, p) ==
                    cudaSuccess
                ? 0
-               : 6;
+               : 7;
   }
   fa_fwd_kernel<D, BN, STAGES, NWG, PINGPONG, CM><<<grid, 128 * (NWG + 1), L::SMEM, stream>>>(mq, mk, mv, mo, p);
-  return cudaGetLastError() == cudaSuccess ? 0 : 6;
+  return cudaGetLastError() == cudaSuccess ? 0 : 7;
 }
 
 // A call the tiled path below cannot take, without the scratch it needs (see staged_forward): one block per query
