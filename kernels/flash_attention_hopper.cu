@@ -24,6 +24,9 @@
 // are zero-filled by the copy engine and never stored.
 // Layout contract (issue 3): q [B,Sq,Hq,D], k/v [B,Sk,Hkv,D], o [B,Sq,Hq,D] bf16 contiguous;
 // lse fp32 [B,Hq,Sq]; causal aligned bottom-right; fully masked rows give o = 0, lse = -inf.
+// Host side (attention_forward): the task's refusal codes; a scale <= 0 or a q/k/v/o pointer off 16 bytes runs the
+// tiled kernels on copies in stream-ordered scratch (staged_forward); Sk = 0, or no scratch to be had, takes the
+// plain kernel. Each launch draws its tiles from its own counter pair (g_sched), so launches may overlap on streams.
 // The FAH_* macros select tile shapes; their defaults are the measured best (docs/perf.md).
 #include <cuda.h>
 #include <cuda_runtime.h>
@@ -1593,8 +1596,9 @@ static int launch(const void* q, const void* k, const void* v, void* o, float* l
   return cudaGetLastError() == cudaSuccess ? 0 : 7;
 }
 
-// A call the tiled path below cannot take, without the scratch it needs (see staged_forward): one block per query
-// row, fp32 throughout, no tensor cores, two passes over the keys. Correct, not fast: every key row is read once per query row.
+// Sk = 0 (every row fully masked), and a call the tiled path below cannot take without the scratch it needs (see
+// staged_forward): one block per query row, fp32 throughout, no tensor cores, two passes over the keys. Correct,
+// not fast: every key row is read once per query row.
 __global__ void __launch_bounds__(128) plain_fwd_kernel(const __nv_bfloat16* __restrict__ q,
                                                         const __nv_bfloat16* __restrict__ k,
                                                         const __nv_bfloat16* __restrict__ v,
