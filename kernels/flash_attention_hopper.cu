@@ -1424,17 +1424,17 @@ __device__ unsigned int g_split_cnt[kSplitTiles];  // zero between launches (eac
   return best;
 }
 
-// Per-device facts are kept per device (a process may call on several): up to kDevices of them, the device the
-// runtime calls current. A device past that asks again on every call.
+// Per-device facts are kept per device (a process may call on several): up to kDevices of them, for the device the
+// runtime calls current, which attention_forward reads once per call and passes down. A device past that asks again
+// on every call.
 constexpr int kDevices = 64;
 static int current_device() {
   int dev = 0;
   return cudaGetDevice(&dev) == cudaSuccess && dev >= 0 ? dev : 0;
 }
 
-static int num_sms() {
+static int num_sms(int dev) {
   static int known[kDevices] = {};
-  const int dev = current_device();
   if (dev < kDevices && known[dev] > 0) return known[dev];
   int n = 0;
   if (cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || n <= 0) n = 132;
@@ -1507,13 +1507,12 @@ static cudaLaunchConfig_t pair_config(int grid, int threads, int smem_bytes, cud
 
 // MC kernels: how many 2-CTA clusters fit on the device at once; 0 if the query fails.
 template <int D, int BN, int STAGES, int NWG, bool PINGPONG, int CM, int MC>
-static int max_clusters(int smem_bytes) {
+static int max_clusters(int smem_bytes, int dev) {
   static int known[kDevices];
   static bool asked[kDevices] = {};
-  const int dev = current_device();
   if (dev < kDevices && asked[dev]) return known[dev];
   cudaLaunchAttribute attr;
-  const cudaLaunchConfig_t cfg = pair_config(2 * num_sms(), 128 * (NWG + 1), smem_bytes, nullptr, attr);
+  const cudaLaunchConfig_t cfg = pair_config(2 * num_sms(dev), 128 * (NWG + 1), smem_bytes, nullptr, attr);
   int c = 0;
   const int n =
       cudaOccupancyMaxActiveClusters(&c, fa_fwd_kernel<D, BN, STAGES, NWG, PINGPONG, CM, MC>, &cfg) == cudaSuccess ? c
@@ -1524,7 +1523,7 @@ static int max_clusters(int smem_bytes) {
 
 template <int D, int BN, int STAGES, int NWG, bool PINGPONG, int CM = 2, int MC = 0>
 static int launch(const void* q, const void* k, const void* v, void* o, float* lse, int batch, int sq, int sk,
-                  int hq, int hkv, float scale, int causal, cudaStream_t stream) {
+                  int hq, int hkv, float scale, int causal, cudaStream_t stream, int dev) {
   using L = Layout<D, BN, STAGES, NWG, kCrossTile<D, BN, STAGES, NWG, PINGPONG, CM> ? 2 : 1>;
   constexpr int kBM = L::BM;
   CUtensorMap mq, mk, mv, mo;
@@ -1532,7 +1531,6 @@ static int launch(const void* q, const void* k, const void* v, void* o, float* l
       !make_map(&mv, v, D, hkv, sk, batch, MC ? BN / 2 : BN) || !make_map(&mo, o, D, hq, sq, batch, 64))
     return 7;
   static bool attr_set[kDevices] = {};  // the attribute holds for the device it was set on
-  const int dev = current_device();
   if (dev >= kDevices || !attr_set[dev]) {
     if (cudaFuncSetAttribute(fa_fwd_kernel<D, BN, STAGES, NWG, PINGPONG, CM, MC>,
                              cudaFuncAttributeMaxDynamicSharedMemorySize, L::SMEM) != cudaSuccess)
@@ -1540,9 +1538,9 @@ static int launch(const void* q, const void* k, const void* v, void* o, float* l
     if (dev < kDevices) attr_set[dev] = true;
   }
   // MC: the schedule counts pairs (of query blocks, MC = 1; of heads, MC = 2) on the clusters that fit.
-  const int clusters = MC ? max_clusters<D, BN, STAGES, NWG, PINGPONG, CM, MC>(L::SMEM) : 0;
+  const int clusters = MC ? max_clusters<D, BN, STAGES, NWG, PINGPONG, CM, MC>(L::SMEM, dev) : 0;
   if (MC && clusters < 1) return 7;
-  const int sms = MC ? clusters : num_sms();
+  const int sms = MC ? clusters : num_sms(dev);
   Params p;
   p.o = static_cast<__nv_bfloat16*>(o);
   p.lse = lse;
@@ -1607,8 +1605,9 @@ __global__ void __launch_bounds__(128) plain_fwd_kernel(const __nv_bfloat16* __r
   __shared__ float qs[256], ps[128], red_m[4], red_l[4];
   const int i = blockIdx.x, h = blockIdx.y, b = blockIdx.z, t = threadIdx.x;
   const int64_t kv_row = (int64_t)hkv * d;  // elements from one key to the next
-  const __nv_bfloat16* kb = k + (int64_t)b * sk * kv_row + (int64_t)(h / (hq / hkv)) * d;
-  const __nv_bfloat16* vb = v + (int64_t)b * sk * kv_row + (int64_t)(h / (hq / hkv)) * d;
+  const int64_t kv_head = (int64_t)b * sk * kv_row + (int64_t)(h / (hq / hkv)) * d;  // this query head's kv head
+  const __nv_bfloat16* kb = k + kv_head;
+  const __nv_bfloat16* vb = v + kv_head;
   const int64_t row = ((int64_t)b * sq + i) * hq + h;  // q and o row of this block
   for (int c = t; c < d; c += 128) qs[c] = __bfloat162float(q[row * d + c]);
   __syncthreads();
@@ -1668,52 +1667,53 @@ static int plain_launch(const void* q, const void* k, const void* v, void* o, fl
 }
 
 
-// The tiled kernels for a positive softmax_scale; q, k, v, o 16-byte aligned (TMA), else 3.
+// The tiled kernels for a positive softmax_scale on device `dev`. q, k, v and o must be 16-byte aligned (TMA): the
+// callers make sure (attention_forward sends any other call to staged_forward), and a tensor map refused for a
+// misaligned address would return 7. 6 for more query tiles than the int tile counter holds.
 static int tiled_forward(const void* q, const void* k, const void* v, void* o, float* lse, int batch,
                          int seqlen_q, int seqlen_k, int heads_q, int heads_kv, int head_dim, float softmax_scale,
-                         int causal, cudaStream_t s) {
-  if (((uintptr_t)q | (uintptr_t)k | (uintptr_t)v | (uintptr_t)o) & 15) return 3;  // TMA needs 16 B
-  if ((int64_t)batch * heads_q * ((seqlen_q + 63) / 64) > 0x7fffffff) return 1;
+                         int causal, cudaStream_t s, int dev) {
+  if ((int64_t)batch * heads_q * ((seqlen_q + 63) / 64) > 0x7fffffff) return 6;
   switch (head_dim) {
     case 64:
       // Short causal D=64: 128-row tiles (2 consumer warpgroups) balance the triangle better than
       // 192-row ones (perf.md: 0.93x vs 0.80x FA3 at S=1k causal); longer ones are exp-bound and
       // gain from the third warpgroup.
       if (causal && seqlen_q <= FAH_SQ64_2WG)
-        return launch<64, FAH_BN64, 3, 2, FAH_PP64 != 0>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
+        return launch<64, FAH_BN64, 3, 2, FAH_PP64 != 0>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s, dev);
 #if FAH_MC & 4
       if (!causal)
-        return launch<64, FAH_BN64, FAH_MC_ST64, FAH_NWG64, FAH_NWG64 == 2 ? FAH_PP64 != 0 : FAH_RR64 != 0, 2, 1>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
+        return launch<64, FAH_BN64, FAH_MC_ST64, FAH_NWG64, FAH_NWG64 == 2 ? FAH_PP64 != 0 : FAH_RR64 != 0, 2, 1>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s, dev);
 #endif
-      return launch<64, FAH_BN64, 3, FAH_NWG64, FAH_NWG64 == 2 ? FAH_PP64 != 0 : FAH_RR64 != 0>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
+      return launch<64, FAH_BN64, 3, FAH_NWG64, FAH_NWG64 == 2 ? FAH_PP64 != 0 : FAH_RR64 != 0>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s, dev);
     case 128:
 #if FAH_MC & 1
       if (!causal)
-        return launch<128, FAH_MC_BN128, FAH_MC_ST128, 2, FAH_PP128, 0, 1>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
+        return launch<128, FAH_MC_BN128, FAH_MC_ST128, 2, FAH_PP128, 0, 1>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s, dev);
 #endif
       if (!causal)
-        return launch<128, FAH_BN128NC, FAH_ST128, 2, FAH_PP128, 0>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
+        return launch<128, FAH_BN128NC, FAH_ST128, 2, FAH_PP128, 0>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s, dev);
 #if FAH_PP128C_SK > 0
       if (seqlen_k <= FAH_PP128C_SK)
-        return launch<128, FAH_BN128, FAH_ST128, 2, true, 1>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
+        return launch<128, FAH_BN128, FAH_ST128, 2, true, 1>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s, dev);
 #endif
 #if FAH_LZ_GQA
 #if FAH_MC & 8
       if (heads_q != heads_kv && (heads_q / heads_kv) % 2 == 0)
-        return launch<128, FAH_BN128, FAH_ST128, 2, FAH_PP128C, 3, 2>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
+        return launch<128, FAH_BN128, FAH_ST128, 2, FAH_PP128C, 3, 2>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s, dev);
 #endif
       if (heads_q != heads_kv)
-        return launch<128, FAH_BN128, FAH_ST128, 2, FAH_PP128C, 3>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
+        return launch<128, FAH_BN128, FAH_ST128, 2, FAH_PP128C, 3>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s, dev);
 #endif
-      return launch<128, FAH_BN128, FAH_ST128, 2, FAH_PP128C, 1>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
+      return launch<128, FAH_BN128, FAH_ST128, 2, FAH_PP128C, 1>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s, dev);
     case 256:
       // Short causal D=256: 64-wide KV tiles waste less of the masked diagonal (perf.md, stage 2:
       // 0.96x FA3 at S=1k causal against 0.92x with 80; 80 stays faster everywhere else measured).
       if (causal && seqlen_k <= FAH_SK256_BN64)
-        return launch<256, 64, 2, 2, FAH_PP256 || FAH_PP256C, 1>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
+        return launch<256, 64, 2, 2, FAH_PP256 || FAH_PP256C, 1>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s, dev);
       if (causal)
-        return launch<256, FAH_BN256, 2, 2, FAH_PP256 || FAH_PP256C, 1>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
-      return launch<256, FAH_BN256, 2, 2, FAH_PP256, 0, (FAH_MC & 2) ? 1 : 0>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s);
+        return launch<256, FAH_BN256, 2, 2, FAH_PP256 || FAH_PP256C, 1>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s, dev);
+      return launch<256, FAH_BN256, 2, 2, FAH_PP256, 0, (FAH_MC & 2) ? 1 : 0>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s, dev);
     default: return 3;
   }
 }
@@ -1733,8 +1733,8 @@ __global__ void bf16_copy_kernel(const unsigned short* __restrict__ src, unsigne
 }
 
 static bool bf16_copy(const void* src, void* dst, int64_t n, unsigned short keep, unsigned short flip,
-                      cudaStream_t s) {
-  bf16_copy_kernel<<<4 * num_sms(), 256, 0, s>>>(static_cast<const unsigned short*>(src),
+                      cudaStream_t s, int dev) {
+  bf16_copy_kernel<<<4 * num_sms(dev), 256, 0, s>>>(static_cast<const unsigned short*>(src),
                                                   static_cast<unsigned short*>(dst), n, keep, flip);
   return cudaGetLastError() == cudaSuccess;
 }
@@ -1742,7 +1742,7 @@ static bool bf16_copy(const void* src, void* dst, int64_t n, unsigned short keep
 static bool off16(const void* p) { return ((uintptr_t)p & 15) != 0; }
 
 static int staged_forward(const void* q, const void* k, const void* v, void* o, float* lse, int batch, int sq, int sk,
-                          int hq, int hkv, int d, float scale, int causal, cudaStream_t s) {
+                          int hq, int hkv, int d, float scale, int causal, cudaStream_t s, int dev) {
   const bool positive = scale > 0.f, negative = scale < 0.f;  // neither: zero (-0.0 too)
   const int64_t nq = (int64_t)batch * sq * hq * d, nkv = (int64_t)batch * sk * hkv * d;  // multiples of 64
   const bool cq = !positive || off16(q), ck = off16(k), cv = off16(v), co = off16(o);
@@ -1755,11 +1755,11 @@ static int staged_forward(const void* q, const void* k, const void* v, void* o, 
   unsigned short* next = scratch;  // each part a multiple of 128 bytes, so every part stays 16-byte aligned
   auto part = [&](bool used, int64_t n) { unsigned short* at = used ? next : nullptr; next += used ? n : 0; return at; };
   unsigned short *tq = part(cq, nq), *tk = part(ck, nkv), *tv = part(cv, nkv), *to = part(co, nq);
-  bool ok = (!cq || bf16_copy(q, tq, nq, positive || negative ? 0xffff : 0, negative ? 0x8000 : 0, s)) &&
-            (!ck || bf16_copy(k, tk, nkv, 0xffff, 0, s)) && (!cv || bf16_copy(v, tv, nkv, 0xffff, 0, s));
+  bool ok = (!cq || bf16_copy(q, tq, nq, positive || negative ? 0xffff : 0, negative ? 0x8000 : 0, s, dev)) &&
+            (!ck || bf16_copy(k, tk, nkv, 0xffff, 0, s, dev)) && (!cv || bf16_copy(v, tv, nkv, 0xffff, 0, s, dev));
   ok = ok && tiled_forward(cq ? tq : q, ck ? tk : k, cv ? tv : v, co ? static_cast<void*>(to) : o, lse, batch, sq, sk,
-                           hq, hkv, d, positive ? scale : negative ? -scale : 1.f, causal, s) == 0;
-  ok = ok && (!co || bf16_copy(to, o, nq, 0xffff, 0, s));
+                           hq, hkv, d, positive ? scale : negative ? -scale : 1.f, causal, s, dev) == 0;
+  ok = ok && (!co || bf16_copy(to, o, nq, 0xffff, 0, s, dev));
   ok = cudaFreeAsync(scratch, s) == cudaSuccess && ok;
   return ok ? 0 : plain_launch(q, k, v, o, lse, batch, sq, sk, hq, hkv, d, scale, causal, s);
 }
@@ -1782,11 +1782,12 @@ extern "C" int attention_forward(const void* q, const void* k, const void* v, vo
   if (seqlen_k == 0)  // every row fully masked: o = 0, lse = -inf, which the plain kernel writes
     return fah::plain_launch(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, head_dim, softmax_scale,
                              causal, s);
+  const int dev = fah::current_device();
   if (!(softmax_scale > 0.f) || fah::off16(q) || fah::off16(k) || fah::off16(v) || fah::off16(o))
     return fah::staged_forward(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, head_dim,
-                               softmax_scale, causal, s);
+                               softmax_scale, causal, s, dev);
   return fah::tiled_forward(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, head_dim, softmax_scale,
-                            causal, s);
+                            causal, s, dev);
 }
 
 #if FAH_PROBE

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from run_bench import call, load_lib  # noqa: E402
+from run_bench import call, load_lib, time_ms  # noqa: E402
 
 # (batch, seqlen_q, seqlen_k, heads_q, heads_kv, head_dim, causal, scale)
 SHAPES = [(1, 8192, 8192, 16, 16, 128, 1, -0.088), (2, 4096, 4096, 8, 8, 256, 0, 0.0),
@@ -23,17 +23,7 @@ SHAPES = [(1, 8192, 8192, 16, 16, 128, 1, -0.088), (2, 4096, 4096, 8, 8, 256, 0,
 
 
 def median_ms(fn, reps: int, flush) -> float:
-    import torch
-    samples = []
-    for _ in range(reps):
-        flush()
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        stop.record()
-        torch.cuda.synchronize()
-        samples.append(start.elapsed_time(stop))
-    return statistics.median(samples)
+    return statistics.median(time_ms(fn, flush) for _ in range(reps))
 
 
 def main() -> int:

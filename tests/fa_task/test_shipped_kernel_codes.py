@@ -1,9 +1,11 @@
 """The shipped kernel's answers to arguments it must refuse, or that leave nothing to compute, checked on the CPU.
 
-`attention_forward` settles these before any CUDA call, so the library built from `kernels/flash_attention_hopper.cu`
-can be called here through ctypes with addresses that point nowhere. The codes are the task's (its README lists the
+`attention_forward` settles these before any launch (the only CUDA call on these paths asks for the current device,
+and an answer of no device changes none of them), so the library built from `kernels/flash_attention_hopper.cu` can
+be called here through ctypes with addresses that point nowhere. The codes are the task's (its README lists the
 initial kernel's): 1 a null pointer, 2 a bad shape, 3 a head dim other than 64/128/256, 4 a scale that is not finite
-once multiplied by log2(e), 5 a pointer off its element's size; an empty call (batch or Sq zero) returns 0.
+once multiplied by log2(e), 5 a pointer off its element's size, 6 a shape beyond the kernel's sizes; an empty call
+(batch or Sq zero) returns 0.
 """
 
 from __future__ import annotations
@@ -82,3 +84,11 @@ def test_a_pointer_off_its_element_size_gets_5(attention_forward, which: int, of
 @pytest.mark.parametrize("changes", [{"batch": 0}, {"seqlen_q": 0}, {"batch": 0, "softmax_scale": -1.0}])
 def test_an_empty_call_computes_nothing_and_succeeds(attention_forward, changes: dict) -> None:
     assert call(attention_forward, shape=with_shape(**changes)) == 0
+
+
+@pytest.mark.parametrize("changes", [{"batch": 65536, "heads_q": 65536, "heads_kv": 1, "seqlen_q": 64},
+                                     {"batch": 1024, "heads_q": 1024, "heads_kv": 1024, "seqlen_q": 1 << 17}])
+def test_more_query_tiles_than_the_tile_counter_holds_gets_6(attention_forward, changes: dict) -> None:
+    """Over 2^31 query tiles of 64 rows: the task's code for a shape beyond the kernel's sizes (the initial kernel's 6),
+    not 1, which names a null pointer."""
+    assert call(attention_forward, shape=with_shape(**changes)) == 6
