@@ -142,8 +142,11 @@ def test_report_compares_the_three_and_the_page_renders_in_chromium(arms, tmp_pa
     )
     pixels = _pixels(shot)
     assert int((pixels != 255).any(axis=2).sum()) > 0.02 * 1300 * 1500, "the page rendered blank"
-    for method, colour in METHOD_COLOUR.items():  # at least its legend swatch (lines of equal bests overlap)
-        assert _count(pixels, colour) > 50, f"nothing of the {method.value} campaign on the page"
+    # At least its legend swatch, which matplotlib draws only for a plotted line: where the campaigns' bests are equal
+    # their lines overlap and the swatch is all of a colour on the page, 50 pixels at this size (a CI run of
+    # 2026-12-04 failed a bound of > 50 that way); half of it is the bound.
+    for method, colour in METHOD_COLOUR.items():
+        assert _count(pixels, colour) > 25, f"nothing of the {method.value} campaign on the page"
 
 
 def test_export_carries_the_method_and_verify_checks_it(arms, tmp_path):
