@@ -84,7 +84,9 @@ EDGE_CHECKS = [(1, 300, 1000, 4, 2, d, c, sc, off) for d in (64, 128, 256) for c
     # stage 23: o 4 or 8 bytes off; the offsets above put it 2 or 14 bytes off, which a copy out in 4-byte words (tried,
     # dropped) had to treat apart
     (1, 300, 1000, 4, 2, d, 1, None, (0, 0, 0, 2)) for d in (64, 128, 256)] + [
-    (2, 129, 2047, 4, 1, 128, 0, -0.3, (2, 4, 6, 4))]
+    (2, 129, 2047, 4, 1, 128, 0, -0.3, (2, 4, 6, 4))] + [
+    # with the above, o off by every even byte count below 16 (the copy out's head of 7 to 1 elements)
+    (1, 300, 1000, 4, 2, d, 0, None, (0, 0, 0, off)) for d, off in ((64, 3), (128, 5), (256, 6))]
 HANG_S = 60.0  # a case that has not finished by then is reported as a hang (the evaluator's limit)
 
 
