@@ -153,7 +153,7 @@ def max_err(a, b):
 def judged(q, k, v, scale, causal, outputs):
     """Each (o, lse) in `outputs` under the check's rule, on inputs q, k, v: no NaN, and both within 2 x the bf16
     PyTorch reference's error + 1e-3 of the fp32 reference (both computed once). Returns one
-    (ok, o_err, lse_err) per output and the bounds (o, lse)."""
+    (ok, o_err, lse_err, has_nan) per output, the bounds (o, lse) and the fp32 reference (o, lse)."""
     import torch
     o32, l32 = reference(q.float(), k.float(), v.float(), scale, causal, torch.float32)
     o16, l16 = reference(q, k, v, scale, causal, torch.bfloat16)
@@ -163,7 +163,7 @@ def judged(q, k, v, scale, causal, outputs):
         of = o.float()
         nan = bool(torch.isnan(of).any() or torch.isnan(lse).any())
         e_o, e_l = max_err(of, o32), max_err(lse, l32)
-        verdicts.append((not nan and e_o <= bound_o and e_l <= bound_l, e_o, e_l))
+        verdicts.append((not nan and e_o <= bound_o and e_l <= bound_l, e_o, e_l, nan))
     return verdicts, (bound_o, bound_l), (o32, l32)
 
 
@@ -189,14 +189,12 @@ def check_case(f, ws, b, sq, sk, hq, hkv, d, causal, scale=None, offsets=(0, 0, 
     ws.fill_(255)
     call(f, q, k, v, o, lse, scale, causal, ws)
     torch.cuda.synchronize()
-    [(ok, e_o, e_l)], (bound_o, bound_l), (o32, l32) = judged(q, k, v, scale, causal, [(o, lse)])
-    of = o.float()
-    nan = bool(torch.isnan(of).any() or torch.isnan(lse).any())
+    [(ok, e_o, e_l, nan)], (bound_o, bound_l), (o32, l32) = judged(q, k, v, scale, causal, [(o, lse)])
     line = (f"{'PASS' if ok else 'FAIL'} B={b} Sq={sq} Sk={sk} Hq={hq} Hkv={hkv} D={d} causal={causal} offsets={offsets} "
             f"scale={scale:.4f} o_err={e_o:.2e} (bound {bound_o:.2e}) lse_err={e_l:.2e} (bound {bound_l:.2e})"
             f"{' NaN' if nan else ''}")
     if not ok:
-        diff = (of - o32).abs().nan_to_num(1e9)
+        diff = (o.float() - o32).abs().nan_to_num(1e9)
         line += ("\n   err by row%64 (max over rest): " + " ".join(f"{x:.1e}" for x in
                  diff.permute(1, 0, 2, 3).reshape(sq, -1).amax(1)[: min(sq, 64)].tolist()))
         line += ("\n   err by col/8: " + " ".join(f"{x:.1e}" for x in diff.reshape(-1, d // 8, 8).amax(2).amax(0).tolist()))
@@ -317,9 +315,9 @@ def check_concurrent(f) -> tuple[bool, str]:
     ok = True
     for (q, k, v, outs, scale, causal, _), shape in zip(runs, CONCURRENT_SHAPES):
         verdicts, (bound_o, _), _ = judged(q, k, v, scale, causal, outs)
-        bad = [i for i, (passed, _, _) in enumerate(verdicts) if not passed]
+        bad = [i for i, (passed, *_) in enumerate(verdicts) if not passed]
         ok &= not bad
-        worst.append(f"{shape}: worst o_err {max(e for _, e, _ in verdicts):.2e} (bound {bound_o:.2e}), bad runs {bad}")
+        worst.append(f"{shape}: worst o_err {max(e for _, e, *_ in verdicts):.2e} (bound {bound_o:.2e}), bad runs {bad}")
     return ok, f"{'PASS' if ok else 'FAIL'} concurrent launches: " + "; ".join(worst)
 
 
