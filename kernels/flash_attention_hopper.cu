@@ -1718,6 +1718,11 @@ static int tiled_forward(const void* q, const void* k, const void* v, void* o, f
   }
 }
 
+// Four 32-bit words (eight bf16) with keep / flip applied to both halves of each: one 16-byte store's worth.
+__device__ __forceinline__ uint4 masked_words(const uint32_t* w, uint32_t keep2, uint32_t flip2) {
+  return make_uint4((w[0] & keep2) ^ flip2, (w[1] & keep2) ^ flip2, (w[2] & keep2) ^ flip2, (w[3] & keep2) ^ flip2);
+}
+
 // Calls the tiled kernels cannot take as given go through stream-ordered scratch (the task's 1 MiB workspace holds
 // too little), copied by bf16_copy_kernel:
 // - a scale <= 0: softmax(s q.k) = softmax(|s| (-q).k) for s < 0, and for s = 0 every allowed key weighs the same, as
@@ -1736,11 +1741,6 @@ static int tiled_forward(const void* q, const void* k, const void* v, void* o, f
 //   one apart, and in between one 16-byte store a thread of eight elements src holds p elements in, read as 4-byte
 //   words (one more word, funnel-shifted, for an odd p). Every warp's stores are then whole aligned sectors: 2-byte
 //   stores left the L2 merging partial ones (ncu, stage 23: L2 79% busy, DRAM 45%, 2.5 TB/s).
-// Four 32-bit words (eight bf16) with keep / flip applied to both halves of each: one 16-byte store's worth.
-__device__ __forceinline__ uint4 masked_words(const uint32_t* w, uint32_t keep2, uint32_t flip2) {
-  return make_uint4((w[0] & keep2) ^ flip2, (w[1] & keep2) ^ flip2, (w[2] & keep2) ^ flip2, (w[3] & keep2) ^ flip2);
-}
-
 __global__ void bf16_copy_kernel(const unsigned short* __restrict__ src, unsigned short* __restrict__ dst, int64_t n,
                                  unsigned short keep, unsigned short flip) {
   const int64_t stride = (int64_t)gridDim.x * blockDim.x, first = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
