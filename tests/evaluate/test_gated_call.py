@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from quaere.evaluate import isolation
+from quaere.evaluate.cpu_accounting import SETTLE_S
 from quaere.evaluate.protocol import ArgSpec
 from quaere.evaluate.runner_client import RunnerConfig, RunnerProcess
 from quaere.evaluate.shared import MemfdAllocator
@@ -19,8 +20,32 @@ from quaere.evaluate.shared import MemfdAllocator
 SOURCE = 'extern "C" int first(const float* x, float* y) { y[0] = x[0]; return 0; }\n'
 
 
-@pytest.fixture
-def runner(tmp_path: Path):
+# A runner whose wait for ``go`` first burns BURN_MS of CPU before its ``armed`` word or after it (loaded as
+# sitecustomize, so it stands for any runner-side work on either side of the word).
+BURN_SITE = """
+import os, time
+import quaere.runner.serve as serve
+
+def _burn():
+    end = time.thread_time() + float(os.environ["BURN_MS"]) / 1e3
+    while time.thread_time() < end:
+        pass
+
+_send, _await_go = serve._send, serve._await_go
+
+def _send_late(channel, reply):
+    if reply.get("armed") and os.environ["BURN_WHERE"] == "before":
+        _burn()
+    _send(channel, reply)
+    if reply.get("armed") and os.environ["BURN_WHERE"] == "after":
+        _burn()
+
+serve._send = _send_late
+"""
+BURN_MS = 30.0
+
+
+def _start(tmp_path: Path, extra_env: dict[str, str] | None = None) -> RunnerProcess:
     source = tmp_path / "first.cpp"
     source.write_text(SOURCE)
     library = tmp_path / "first.so"
@@ -29,11 +54,17 @@ def runner(tmp_path: Path):
     config = RunnerConfig(
         device="cpu", library=str(library), entry="first",
         policy=isolation.policy(True, False, reads, (str(tmp_path), "/dev")),
-        env=isolation.runner_env(os.environ, tmp_path, {}), stderr_path=tmp_path / "runner.stderr",
+        env=isolation.runner_env(os.environ, tmp_path, extra_env or {}), stderr_path=tmp_path / "runner.stderr",
         start_timeout_s=60.0,
     )
     process = RunnerProcess(config, cwd=tmp_path)
     process.start()
+    return process
+
+
+@pytest.fixture
+def runner(tmp_path: Path):
+    process = _start(tmp_path)
     yield process
     process.close()
 
@@ -89,3 +120,29 @@ def test_a_runner_runs_only_while_the_judge_waits_on_it(runner: RunnerProcess) -
     assert _state(runner.pid) == "T"
     runner.unmap([], timeout_s=10.0)  # continued for the request, stopped again after it
     assert _state(runner.pid) == "T" and runner.alive()
+
+
+@pytest.mark.parametrize("where", ["before", "after"])
+def test_a_gated_calls_cpu_time_counts_from_its_armed_word(tmp_path: Path, where: str) -> None:
+    """Before ``armed`` a runner has only prepared its request (the inputs are written after the word), and that
+    work's spread between two runners of one kernel was the CPU-time bound's whole slack: it is left out. From
+    the word on, everything is counted: a runner that works while the judge writes the inputs pays for it."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(BURN_SITE)
+    runner = _start(tmp_path, {"PYTHONPATH": str(site), "BURN_MS": str(BURN_MS), "BURN_WHERE": where})
+    try:
+        if not runner.cpu_accountable:
+            pytest.skip("the runner's CPU time is not accounted here (no seccomp)")
+        x, y, args = _buffers(runner)
+        x[0] = 3.0
+        timed = runner.call(args, timed=True, timeout_s=10.0, armed=lambda: None)
+    finally:
+        runner.close()
+    assert timed.reply.code == 0 and y[0] == 3.0
+    counted_ms = timed.accounted.cpu_ms + timed.accounted.idle_cpu_ms
+    if where == "before":
+        assert counted_ms < BURN_MS / 3, timed.accounted
+    else:  # the judge reads the runner's time once it waits for its word, or SETTLE_S after the word if it does
+        # not, and only then writes the inputs: the rest of the burn, and anything run on the inputs, is counted
+        assert counted_ms >= BURN_MS - SETTLE_S * 1e3 - 2.0, timed.accounted

@@ -35,7 +35,8 @@ class Accounted:
     see :attr:`~quaere.evaluate.runner_client.RunnerProcess.cpu_accountable`)."""
 
     cpu_ms: float = math.nan
-    """CPU time from just before the request to just after the reply."""
+    """CPU time from just before the request (a gated call's: from its ``armed`` reply) to just after the
+    reply."""
     queued_ms: float = math.nan
     """Time runnable but waiting for a core over the same interval."""
     idle_cpu_ms: float = math.nan

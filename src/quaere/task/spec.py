@@ -64,9 +64,11 @@ class TimingRule(Strict):
     by this much, or by ``cpu_rel`` of its claimed time if larger, before it is ``hidden_work`` (work outside
     the call, or a forged time). No effect on a GPU task or with threads allowed. Honest kernels 2.5x faster
     to 2x slower than the initial one differed from it by -271 to +113 us, a claim 8% short by +432 to +711
-    us (2-core machine, idle and loaded, 2026-12-02: ``docs/runs/2026-12-02/cpu-bound``). Where the runners'
-    median wait for a core passes twice it, a claim it cannot catch for certain is ``unverified``
-    (``docs/security.md``, "CPU tasks on a busy machine")."""
+    us (2-core machine, idle and loaded, 2026-12-02: ``docs/runs/2026-12-02/cpu-bound``); counted from a gated
+    call's ``armed`` word since 2026-12-04, the initial kernel as candidate by -36 to +43 us (idle or beside one busy
+    loop), one 2x slower by -36 to +58 us and the 8% short claim by +388 to +523 us (idle; ``docs/security.md``).
+    Where the runners' median wait for a core passes twice it, a claim it cannot catch for certain is
+    ``unverified`` (``docs/security.md``, "CPU tasks on a busy machine")."""
     cpu_rel: float = Field(default=0.02, ge=0)
     """Relative part of the same slack (a fraction of the candidate's median claimed time)."""
     span_abs_ms: float | None = Field(default=None, ge=0)
