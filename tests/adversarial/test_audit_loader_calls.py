@@ -1,16 +1,24 @@
 """Attack: reach a library through the loader's other doors (dlmopen, dlvsym, RTLD_NEXT/RTLD_DEFAULT),
-or through raw system calls.
+through raw system calls, or bring device code in through the driver's module loader.
 
 Defences: ``source_library_loading`` (the loader's entry points named in the source fail the audit),
 ``source_system_calls`` (a warning: syscalls load no library; the maps diff judges what gets mapped),
-and the shim interposing every lookup door while keeping the caller's own loader semantics.
+``source_device_code_loading`` (a device-code loader, linker, registration or run-time compiler named in the
+source, a string passed to an entry-point lookup included, fails the audit), and the shim interposing every
+lookup door while keeping the caller's own loader semantics.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from quaere.evaluate.source_scan import embedding_directives, library_loading, raw_system_calls, without_comments
+from quaere.evaluate.source_scan import (
+    device_code_loading,
+    embedding_directives,
+    library_loading,
+    raw_system_calls,
+    without_comments,
+)
 
 from .audit_support import ATTACKS, audit, build_candidate, evidence, rules_of
 
@@ -22,6 +30,33 @@ def test_loader_calls_in_the_source_fail_the_audit(tmp_path: Path) -> None:
         "loads_by_path.c:5: <dlfcn.h>", "loads_by_path.c:9: dlopen", "loads_by_path.c:11: dlvsym",
         "loads_by_path.c:12: dlsym",
     ]
+
+
+def test_an_encrypted_cubin_handed_to_the_module_loader_fails_the_audit(tmp_path: Path) -> None:
+    """No scan of the artifact can see this cubin (XOR-ed, no header, no names, in .rodata); the loader's name,
+    which the lookup needs as a string, is what the source gives away."""
+    source = ATTACKS / "loads_cubin_blob.cu"
+    report = audit(build_candidate(source, tmp_path, tool="nvcc"), source, tmp_path)
+    assert evidence(report, "source_device_code_loading") == ["loads_cubin_blob.cu:9: cuModuleLoadData"]
+    assert rules_of(report) == {"source_device_code_loading"}
+
+
+def test_device_code_loaders_are_found_by_name_literals_included_comments_not() -> None:
+    text = (
+        '// no cuModuleLoadData, no nvrtcCompileProgram here\n'
+        '#include <nvrtc.h>\n'
+        'lookup("cuLibraryLoadData");\n'
+        '__cudaRegisterFatBinary(wrapper);\n'
+        'cuLinkAddData_v2(state, type, data, size, name, 0, 0, 0);\n'
+        'cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &q);\n'
+        'nvrtcversion(); cuModuleGetFunction(&f, m, "k");\n'
+    )
+    assert [(h.line, h.text) for h in device_code_loading(text)] == [
+        (2, "<nvrtc.h>"), (3, "cuLibraryLoadData"), (4, "__cudaRegisterFatBinary"), (5, "cuLinkAddData_v2"),
+    ]
+    # Token pasting hides a name from the text (the module docstring's limit): the source is a witness of
+    # intent, and this rule's one route is the plain one.
+    assert device_code_loading('#define L(a) cu##a\nL(ModuleLoadData)(&m, image);\n') == ()
 
 
 def test_syscalls_are_a_warning_not_a_failure(tmp_path: Path) -> None:

@@ -54,6 +54,7 @@ ADVERSARIAL = {
     "source_embedding": "test_audit_incbin.py",
     "source_library_loading": "test_audit_loader_calls.py",
     "source_system_calls": "test_audit_loader_calls.py",
+    "source_device_code_loading": "test_audit_loader_calls.py",
 }
 
 

@@ -25,6 +25,7 @@ from quaere.evaluate.runtime_guard import RUNTIME_RULES
 from quaere.evaluate.source_scan import (
     PYTHON_API,
     SourceHit,
+    device_code_loading,
     embedding_directives,
     library_loading,
     python_api,
@@ -204,6 +205,10 @@ def source_library_loading(facts: ArtifactFacts, fams: tuple[Family, ...]) -> tu
     return _source_lines(facts, library_loading(facts.source_text))
 
 
+def source_device_code_loading(facts: ArtifactFacts, fams: tuple[Family, ...]) -> tuple[str, ...]:
+    return _source_lines(facts, device_code_loading(facts.source_text))
+
+
 def source_system_calls(facts: ArtifactFacts, fams: tuple[Family, ...]) -> tuple[str, ...]:
     return _source_lines(facts, raw_system_calls(facts.source_text))
 
@@ -267,6 +272,11 @@ RULES: tuple[Rule, ...] = (
          "does not link (driver entry points come from cudaGetDriverEntryPoint); a loader call is how a "
          "banned one comes in under another name.",
          _ANY_FAMILY, source_library_loading),
+    Rule("source_device_code_loading",
+         "The source loads, links, registers or compiles device code at run time (cuModuleLoadData, "
+         "cuLibraryLoadData, __cudaRegisterFatBinary, nvrtc...): the kernel's device code is what nvcc built "
+         "from this file; a loader is how a cubin lifted from a library, hidden in an encrypted array, gets in.",
+         _ANY_FAMILY, source_device_code_loading),
 )
 
 WARNING_RULES: tuple[Rule, ...] = (

@@ -1,4 +1,4 @@
-"""What a candidate's source text says it does: embed files, place bytes in sections, load libraries.
+"""What a candidate's source text says it does: embed files, place bytes in sections, load libraries or device code.
 
 Pure functions over the text. Comments are blanked first (an honest comment may say "no dlopen here");
 string literals are kept where directives are searched, because ``asm(".incbin \\"lib.so\\"")`` lives in
@@ -29,6 +29,14 @@ LIBRARY_LOADING = re.compile(
 PYTHON_API = re.compile(
     r"\b_?Py(?:Run|GILState|Eval|Import|Object|ThreadState|InterpreterState|Sys|Module|Capsule|Unicode|Long|Dict"
     r"|Err|Code|Frame|Function|Marshal|Bytes|List|Tuple|Float|Type|Mem|Config|Interpreter)_\w+|\bPy_[A-Z]\w*"
+)
+# Bring in device code that was not compiled from this source: the driver's and the runtime's module and library
+# loaders, the linker, the runtime's fat-binary registration (nvcc's generated code calls it; a source has no
+# need to), and the run-time compilers. Names passed as strings count (a driver entry point is looked up by one).
+DEVICE_CODE_LOADING = re.compile(
+    r"\b(?:cuModuleLoad\w*|cuLibraryLoad\w*|cudaLibraryLoad\w*|cuLink(?:Create|AddData|AddFile|Complete)\w*"
+    r"|__cudaRegister(?:FatBinary|Function|LinkedBinary|Var)\w*|nvrtc[A-Z]\w*|nvJitLink[A-Z]\w*|nvPTXCompiler\w*)"
+    r"|<\s*(?:nvrtc|nvJitLink|nvPTXCompiler)\.h\s*>"
 )
 # Talk to the kernel directly: no library is involved, but it is how one would map a file unseen by the guard.
 RAW_SYSTEM_CALLS = re.compile(r"\bsyscall\s*\(|\b__NR_\w+|\bSYS_\w+|\bmemfd_create\b|\bmmap(?:64)?\s*\(")
@@ -69,6 +77,12 @@ def library_loading(text: str) -> tuple[SourceHit, ...]:
 def python_api(text: str) -> tuple[SourceHit, ...]:
     """Python C-API names outside comments, string literals included (a name passed to a lookup)."""
     return _hits(PYTHON_API, without_comments(text, keep_literals=True))
+
+
+def device_code_loading(text: str) -> tuple[SourceHit, ...]:
+    """Device-code loaders, linkers, fat-binary registration and run-time compilers named outside comments,
+    string literals included (``cudaGetDriverEntryPointByVersion("cuModuleLoadData", ...)``)."""
+    return _hits(DEVICE_CODE_LOADING, without_comments(text, keep_literals=True))
 
 
 def raw_system_calls(text: str) -> tuple[SourceHit, ...]:
