@@ -58,7 +58,7 @@ def test_torch_ops_on_the_device() -> None:
 def test_the_cover_reads_the_clock_it_ran_at() -> None:
     """A spin of N cycles and one of 4N give the same clock (so the events time the spin, not a fixed cost),
     and one inside the SM clocks a GPU has."""
-    from quaere.evaluate.timing import CudaClock
+    from quaere.evaluate.clocks import CudaClock
 
     clock = CudaClock(flush=False)
     for _ in range(3):  # the spin kernel's first load, and the clocks' climb from idle (345 MHz on the H200)

@@ -61,7 +61,7 @@ class CallTimes:
     drains_ms: list[float] = field(default_factory=list)
     """How long device work went on after the end event (the runner's report: a claim too)."""
     spans_ms: list[float] = field(default_factory=list)
-    """The judge's own device-timeline span around the call (:meth:`~quaere.evaluate.timing.Clock.bracket`)."""
+    """The judge's own device-timeline span around the call (:meth:`~quaere.evaluate.clocks.Clock.bracket`)."""
     cpus_ms: list[float] = field(default_factory=list)
     """The runner's kernel-accounted CPU time during the request and since its previous reply (NaN when not
     accounted): a runner blocks between requests, so work done ahead of a call is counted in it."""

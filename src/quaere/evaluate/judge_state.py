@@ -6,10 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from quaere.evaluate.clocks import Clock
 from quaere.evaluate.judge_runners import Runners
 from quaere.evaluate.runner_client import RunnerLost, RunnerProcess
 from quaere.evaluate.shared import BufferPool, SharedBuffer
-from quaere.evaluate.timing import Clock
 from quaere.task.loader import Task
 
 
@@ -65,7 +65,7 @@ class JudgeState:
 
     def clock(self, flush: bool) -> Clock:
         if flush not in self.clocks:
-            from quaere.evaluate.timing import CpuClock, CudaClock
+            from quaere.evaluate.clocks import CpuClock, CudaClock
 
             self.clocks[flush] = CpuClock(flush) if self.task.spec.device == "cpu" else CudaClock(flush)
         return self.clocks[flush]

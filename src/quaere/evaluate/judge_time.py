@@ -33,6 +33,7 @@ from typing import Any
 
 from quaere.evaluate import stats
 from quaere.evaluate.clock_bound import CallTimes, doubt
+from quaere.evaluate.clocks import RUNNER_COVER_CYCLES
 from quaere.evaluate.correctness import Rule, judge_error
 from quaere.evaluate.cpu_accounting import machine_ticks, steal_share
 from quaere.evaluate.judge_state import JudgeState
@@ -41,7 +42,7 @@ from quaere.evaluate.runner_client import RunnerLost, RunnerProcess, Timed
 from quaere.evaluate.scenario_buffers import ScenarioBuffers
 from quaere.evaluate.second_look import time_and_judge
 from quaere.evaluate.timed_checks import FullCheckSchedule, check_inputs_kept, check_whole, inputs_print
-from quaere.evaluate.timing import RUNNER_COVER_CYCLES, Run, TimingFailure, to_timing
+from quaere.evaluate.timing import Run, TimingFailure, to_timing
 from quaere.records import Scenario, Timing, TimingStatus, Verdict
 from quaere.task.contract import ComparisonUnavailable, Sample
 from quaere.task.spec import TimingRule
