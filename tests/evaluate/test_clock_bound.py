@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 from quaere.evaluate.clock_bound import CallTimes, doubt, hidden_work
-from quaere.evaluate.judge_time import rep_seed
+from quaere.evaluate.judge_reps import rep_seed
 from quaere.evaluate.shared import BufferPool
 from quaere.records import TimingStatus
 from quaere.task.loader import load_task
