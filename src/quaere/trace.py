@@ -105,7 +105,7 @@ class StopDecision(Event):
     type: Literal["stop_decision"] = "stop_decision"
     decision: Literal["block", "allow"]
     reason: str
-    goal_status: str = Field(description="met, unmet, stale, no_evaluation, budget_spent, error.")
+    goal_status: str = Field(description="met, unmet, unconfirmed, stale, no_evaluation, budget_spent, error.")
 
 
 class BudgetSpent(Event):
