@@ -170,18 +170,18 @@ class RunnerProcess:
         machine (2026-12-04), a spread as wide as the CPU-time bound's default slack."""
         message = {"op": "call", "args": [a.model_dump(mode="json", exclude_none=True) for a in args],
                    "timed": timed, "gate": armed is not None}
-        before = sched_ms(self.pid) if self.cpu_accountable else (math.nan, math.nan)
+        before = self._sched()
         counted = before
         if armed is not None:
             self._parse(self._exchange(message, timeout_s, hold=True), ArmedReply)
             # Read once it waits for its word (or stale after SETTLE_S, which moves CPU time into the call).
-            counted = sched_ms(self.pid) if self.cpu_accountable else (math.nan, math.nan)
+            counted = self._sched()
             armed()
             message = {"op": "go"}
         started = time.perf_counter_ns()
         raw = self._exchange(message, timeout_s)
         wall_ms = (time.perf_counter_ns() - started) / 1e6
-        after = sched_ms(self.pid) if self.cpu_accountable else (math.nan, math.nan)
+        after = self._sched()
         accounted = Accounted(after[0] - counted[0], after[1] - counted[1], before[0] - self._cpu_at_reply_ms)
         self._cpu_at_reply_ms = after[0]
         reply = self._parse(raw, CallReply)
@@ -201,6 +201,10 @@ class RunnerProcess:
         cannot lower, so the kernel's accounting bounds its claims (:class:`Accounted`). Not on a GPU, where
         the runner's CPU time is its own choice (a spin or a blocking wait), nor where threads are allowed."""
         return self.config.device == "cpu" and self.single_threaded
+
+    def _sched(self) -> tuple[float, float]:
+        """The runner's (CPU time, waits for a core) so far, in ms (:func:`sched_ms`); NaN where not accounted."""
+        return sched_ms(self.pid) if self.cpu_accountable else (math.nan, math.nan)
 
     def _replied(self, reply: dict) -> dict:
         """``reply``, after noting the runner's CPU time at its arrival (the start of its idle time)."""
