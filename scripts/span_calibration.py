@@ -41,7 +41,8 @@ def main(kernel: Path, out: Path) -> None:
             t = bench.timing(impl)
             lead = stats.median(leads.get((bench.scenario_id, impl), [float("nan")]))
             cells.append(f"{impl} {t.status.value} wall-ov {t.overhead_ms * 1e3:6.1f} span-ov "
-                         f"{t.span_overhead_ms * 1e3:6.1f} drain {t.drain_ms * 1e3:5.1f} armed {lead:5.1f} us")
+                         f"{t.span_overhead_ms * 1e3:6.1f} close-ov {t.close_overhead_ms * 1e3:6.1f} drain "
+                         f"{t.drain_ms * 1e3:5.1f} armed {lead:5.1f} us")
         print(f"{bench.scenario_id:30s} fa3 {bench.ratio('fa3'):.3f} | " + " | ".join(cells))
 
 

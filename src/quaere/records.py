@@ -142,6 +142,10 @@ class Timing(Record):
     span_overhead_ms: MaybeFloat = Field(default=math.nan, description="Native implementations on a GPU: lower "
                                          "quartile of the judge's own device-timeline span per call minus the "
                                          "claimed device time (judged where the task sets timing.span_abs_ms).")
+    close_overhead_ms: MaybeFloat = Field(default=math.nan, description="Native implementations on a GPU: the "
+                                          "same, on the span that ends at the judge's close mark, right behind the "
+                                          "call's work on the device (judged where the task sets "
+                                          "timing.close_abs_ms).")
     cover_mhz: MaybeFloat = Field(default=math.nan, description="On a GPU: median effective SM clock (MHz) of the "
                                   "judge's cover before each timed call (a spin of known cycles between two judge "
                                   "events). A comparison timed at a lower clock than the candidate's is slowed by "

@@ -21,6 +21,38 @@ CALL = ("honest_forward(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, hea
 OUTPUT_BYTES = ("const size_t o_bytes = (size_t)batch * seqlen_q * heads_q * head_dim * 2, "
                 "lse_bytes = (size_t)batch * heads_q * seqlen_q * 4;")
 
+CALL_ONLY = f"{SIGNATURE} {{ return {CALL}; }}\n"
+# Python run in the runner at load time (the constructor's route: PYTHON_IN_RUNNER): claims 10% short, and the
+# runner's write of the close word replaced by ``write``.
+CLAIMS_TENTH_SHORT = """import quaere.runner.serve as s
+_real_call = s._call
+def _call(*args):
+    reply = _real_call(*args)
+    if 'device_ms' in reply: reply['device_ms'] = reply['device_ms'] * 0.9
+    return reply
+s._call = _call
+"""
+WORD_REWRITE = """import quaere.runner.cuda as c
+_real_write, _side = c.Driver.write_value, []
+def write_value(self, stream, address, value):
+    if not _side: _side.append(self.stream())
+    {write}
+c.Driver.write_value = write_value
+"""
+
+
+def python_at_load(python: str) -> str:
+    """C++ whose load-time constructor runs ``python`` in the runner's interpreter (PYTHON_IN_RUNNER's route)."""
+    literal = "".join('    "' + line.replace("\\", "\\\\").replace('"', '\\"') + '\\n"\n'
+                      for line in python.splitlines())
+    return PYTHON_IN_RUNNER + f"""
+__attribute__((constructor)) static void rewrite_at_load() {{
+    run_python(
+{literal}    "");
+}}
+"""
+
+
 # A private non-blocking stream, made to wait for everything the caller's stream has so far.
 SIDE_STREAM = """static cudaStream_t side = nullptr;
     static cudaEvent_t mark = nullptr;
@@ -228,6 +260,12 @@ ATTACKS = {
     "forge_small": forged_claims(0.9) + f"{SIGNATURE} {{ return {CALL}; }}\n",
     # The work done ahead of the call, on inputs seen as soon as they exist (see PRECOMPUTE).
     "precompute": PRECOMPUTE,
+    # The close word (quaere.evaluate.close_word) written at once on an idle private stream instead of behind the
+    # work, so that the judge's close mark need not wait for the work, with claims 10% short (forge_small's).
+    "early_word": python_at_load(CLAIMS_TENTH_SHORT + WORD_REWRITE.format(write="_real_write(self, _side[0], address, "
+                                                                               "value)")) + CALL_ONLY,
+    # The close word never written, with claims 10% short: the judge's stream would wait for it forever.
+    "no_word": python_at_load(CLAIMS_TENTH_SHORT + WORD_REWRITE.format(write="pass")) + CALL_ONLY,
     # Work queued after each reply, into the next implementation's window (see LEFT_WORK).
     "left_work": LEFT_WORK,
     # 15 us of device work on a private stream that outlasts the caller's stream: a drain under the 30 us

@@ -50,8 +50,10 @@ def _report(evaluation) -> dict[str, tuple[str, float]]:
         rows[bench.scenario_id] = (cand.status.value, bench.ratio("fa3"))
         print(f"  {bench.scenario_id}: {cand.status.value} ratio vs fa3 {bench.ratio('fa3'):.3f} "
               f"overhead {cand.overhead_ms * 1e3:.1f} us span overhead {cand.span_overhead_ms * 1e3:.1f} us "
-              f"drain {cand.drain_ms * 1e3:.1f} us (initial: overhead {bench.timing('initial').overhead_ms * 1e3:.1f}"
-              f" us, span overhead {bench.timing('initial').span_overhead_ms * 1e3:.1f} us) {cand.detail[:160]}")
+              f"close overhead {cand.close_overhead_ms * 1e3:.1f} us drain {cand.drain_ms * 1e3:.1f} us (initial: "
+              f"overhead {bench.timing('initial').overhead_ms * 1e3:.1f} us, span overhead "
+              f"{bench.timing('initial').span_overhead_ms * 1e3:.1f} us, close overhead "
+              f"{bench.timing('initial').close_overhead_ms * 1e3:.1f} us) {cand.detail[:160]}")
     return rows
 
 
@@ -74,6 +76,8 @@ def test_the_shipped_kernel_is_not_flagged(shipped) -> None:
                                                  ("forge_time", TimingStatus.HIDDEN_WORK),
                                                  ("precompute", TimingStatus.HIDDEN_WORK),
                                                  ("left_work", TimingStatus.HIDDEN_WORK),
+                                                 ("no_word", TimingStatus.HIDDEN_WORK),
+                                                 pytest.param("early_word", TimingStatus.HIDDEN_WORK, marks=GAP),
                                                  pytest.param("forge_small", TimingStatus.HIDDEN_WORK, marks=GAP),
                                                  pytest.param("hidden_tail", TimingStatus.HIDDEN_WORK, marks=GAP)])
 def test_attack_gets_its_verdict(fa_task, options: EvalOptions, tmp_path: Path, attack: str,

@@ -73,6 +73,21 @@ def test_the_cover_reads_the_clock_it_ran_at() -> None:
     assert max(readings) / min(readings) < 1.03, readings
 
 
+def test_the_close_mark_falls_between_the_calls_work_and_the_reply(fa_task) -> None:
+    """The judge's close mark (quaere.evaluate.close_word) is reached on every timed call: its span exceeds the
+    claimed device time (the call is inside it) and ends before the mark enqueued after the reply."""
+    options = EvalOptions(correctness=False, benchmark_ids=frozenset({"d128-h16-s512-noncausal",
+                                                                       "d256-h8-s4096-causal"}))
+    evaluation = run_evaluation(fa_task, fa_task.initial_kernel, options)
+    for bench in evaluation.benchmarks:
+        for impl in ("candidate", "initial"):
+            timing = bench.timing(impl)
+            print(f"  {bench.scenario_id} {impl}: {timing.status.value} close overhead "
+                  f"{timing.close_overhead_ms * 1e3:.1f} us, span overhead {timing.span_overhead_ms * 1e3:.1f} us")
+            assert timing.status is TimingStatus.MEASURED, timing.detail
+            assert 0 < timing.close_overhead_ms < timing.span_overhead_ms
+
+
 def test_fa_initial_kernel_passes_every_scenario_and_is_timed(fa_task, tmp_path: Path) -> None:
     evaluation = run_evaluation(fa_task, fa_task.initial_kernel, EvalOptions())
     append_evaluation(tmp_path / "ledger.jsonl", evaluation)

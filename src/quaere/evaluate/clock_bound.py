@@ -12,7 +12,9 @@ timed the same way in the same interleaved run. Beyond the task's slack the timi
   anything less is ``unverified``: the claims could not be checked, which is not a verdict on the kernel;
 * wall clock: the judge's own round trip, the coarsest, for every task;
 * device-timeline span (GPU tasks that set ``TimingRule.span_abs_ms``): the judge's own events around the
-  call, which see a forged claim the host clock's scheduling noise can hide on short calls.
+  call, which see a forged claim the host clock's scheduling noise can hide on short calls;
+* device-ordered close (GPU tasks that set ``TimingRule.close_abs_ms``): the same span, ended on the device right
+  behind the call's work (:mod:`.close_word`), without the judge's host wake-up that widens the span's spread.
 """
 
 from __future__ import annotations
@@ -67,15 +69,19 @@ class CallTimes:
     accounted): a runner blocks between requests, so work done ahead of a call is counted in it."""
     queued_ms: list[float] = field(default_factory=list)
     """The time the runner was runnable but waiting for a core during the request (NaN when not accounted)."""
+    closes_ms: list[float] = field(default_factory=list)
+    """The judge's device-timeline span from the window's opening to its close mark (:mod:`.close_word`): the
+    call's work, with no host round trip in it; NaN without one."""
 
     def add(self, wall_ms: float, claim_ms: float, drain_ms: float, span_ms: float, cpu_ms: float,
-            queued_ms: float) -> None:
+            queued_ms: float, close_ms: float = math.nan) -> None:
         self.walls_ms.append(wall_ms)
         self.claims_ms.append(claim_ms)
         self.drains_ms.append(drain_ms)
         self.spans_ms.append(span_ms)
         self.cpus_ms.append(cpu_ms)
         self.queued_ms.append(queued_ms)
+        self.closes_ms.append(close_ms)
 
     def overhead_ms(self) -> float:
         """Lower quartile of (judge's wall time - claimed time).
@@ -116,6 +122,13 @@ class CallTimes:
         return stats.quantile(pairs, 0.25) if pairs else math.nan
 
 
+    def close_overhead_ms(self) -> float:
+        """Lower quartile of (the span to the judge's close mark - claimed time); NaN without close marks. The
+        same statistic as :meth:`span_overhead_ms`, on a span whose end no host wake-up delays."""
+        pairs = [s - c for s, c in zip(self.closes_ms, self.claims_ms, strict=True) if not math.isnan(s)]
+        return stats.quantile(pairs, 0.25) if pairs else math.nan
+
+
 def _slack_ms(relative: float, device_ms: float, absolute_ms: float) -> float:
     return max(absolute_ms, relative * device_ms)
 
@@ -142,13 +155,22 @@ def doubt(impl: CallTimes, reference: CallTimes | None, timing: TimingRule, stea
         return cpu
     wall = _quartile_bound("the judge's clock saw", impl.overhead_ms() - reference.overhead_ms(),
                            _slack_ms(timing.hidden_work_rel, device_ms, timing.hidden_work_abs_ms), len(impl.walls_ms))
-    if wall or timing.span_abs_ms is None:
-        return Doubt(TimingStatus.HIDDEN_WORK, wall) if wall else None
-    # Where the task judges it; NaN (no device timeline) never flags.
-    span_excess_ms = impl.span_overhead_ms() - reference.span_overhead_ms()
-    span = _quartile_bound("the judge's device timeline spanned", span_excess_ms,
-                           _slack_ms(timing.hidden_work_rel, device_ms, timing.span_abs_ms), len(impl.spans_ms))
-    return Doubt(TimingStatus.HIDDEN_WORK, span) if span else None
+    if wall:
+        return Doubt(TimingStatus.HIDDEN_WORK, wall)
+    # Each device-timeline bound where the task judges it; NaN (no device timeline) never flags.
+    if timing.span_abs_ms is not None:
+        span = _quartile_bound("the judge's device timeline spanned",
+                               impl.span_overhead_ms() - reference.span_overhead_ms(),
+                               _slack_ms(timing.hidden_work_rel, device_ms, timing.span_abs_ms), len(impl.spans_ms))
+        if span:
+            return Doubt(TimingStatus.HIDDEN_WORK, span)
+    if timing.close_abs_ms is not None:
+        close = _quartile_bound("the judge's device timeline, up to its close mark, spanned",
+                                impl.close_overhead_ms() - reference.close_overhead_ms(),
+                                _slack_ms(timing.close_rel, device_ms, timing.close_abs_ms), len(impl.closes_ms))
+        if close:
+            return Doubt(TimingStatus.HIDDEN_WORK, close)
+    return None
 
 
 def hidden_work(impl: CallTimes, reference: CallTimes | None, timing: TimingRule, steal_share: float = 0.0) -> str:

@@ -11,6 +11,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
+from quaere.evaluate.close_word import Marks, NoMarks, Seen, Window
+
 DEFAULT_CPU_FLUSH_BYTES = 64 << 20
 T = TypeVar("T")
 
@@ -36,10 +38,11 @@ class Clock(Protocol):
         """The effective SM clock (MHz) over the last :meth:`cover`, once it completed; NaN without a device."""
         ...
 
-    def bracket(self, call: Callable[[Callable[[], None]], T]) -> tuple[T, float]:
-        """``call(opened)``'s result and the ms between two marks on the judge's own device timeline: the first
-        enqueued when ``call`` calls ``opened()`` (the judged window opens: what the judge enqueues after it is
-        inside), the second once ``call`` returned; NaN where there is no device."""
+    def bracket(self, call: Callable[[Marks], T], flag_address: int | None = None) -> tuple[T, Seen]:
+        """``call(window)``'s result and what the judge's own device timeline saw (:class:`Seen`): a first mark
+        enqueued when ``call`` calls ``window.open()`` (the judged window opens: what the judge enqueues after it
+        is inside), a second once ``call`` returned, and with ``flag_address`` (a shared device word) the close
+        mark ``marks.close`` enqueues (:mod:`.close_word`); NaN where there is no device."""
         ...
 
 
@@ -70,9 +73,9 @@ class CpuClock:
         call()
         return (time.perf_counter_ns() - start) / 1e6
 
-    def bracket(self, call: Callable[[Callable[[], None]], T]) -> tuple[T, float]:
+    def bracket(self, call: Callable[[Marks], T], flag_address: int | None = None) -> tuple[T, Seen]:
         """No second timeline on the CPU: the judge's wall clock already is the bound."""
-        return call(lambda: None), math.nan
+        return call(NoMarks()), Seen()
 
 
 def _cpu_flush_bytes() -> int:
@@ -119,6 +122,11 @@ class CudaClock:
         self._buffer = torch.empty(2 * l2_bytes, dtype=torch.uint8, device="cuda") if flush else None
         self._reset, self.note = _persisting_l2_reset() if flush else (None, "")
         self._last_cover: tuple[Any, Any, int] | None = None
+        from quaere.runner.cuda import Driver
+
+        self._driver = Driver.load()
+        # Non-blocking: the legacy default stream, which may be waiting on a runner's close word, must not hold it.
+        self._side_stream = self._driver.stream()
 
     def flush(self) -> None:
         if self._buffer is None:
@@ -167,19 +175,26 @@ class CudaClock:
         torch.cuda.synchronize()
         return float(start.elapsed_time(end))
 
-    def bracket(self, call: Callable[[Callable[[], None]], T]) -> tuple[T, float]:
+    def bracket(self, call: Callable[[Marks], T], flag_address: int | None = None) -> tuple[T, Seen]:
         """The first mark fires where ``call`` opened the window (before the judge's publish of the inputs, its
         flush and its cover, which follow it on the judge's stream), the second, enqueued once the runner
         replied (after its whole context synchronized), at once on an idle device: nothing the runner process
         does (its code is the candidate's) can move either mark, and any device work of the runner's from the
         moment the inputs exist lies between them (contexts time-slice). What lies between them besides the
-        runner's work is the question the call log answers (``CallTimes.span_overhead_ms``)."""
+        runner's work is the question the call log answers (``CallTimes.span_overhead_ms``). With
+        ``flag_address``, the close mark too (:mod:`.close_word`); the judge's stream is freed even when the call
+        fails after the runner said ``queued``."""
         torch = self.torch
-        before, after = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        result = call(before.record)
+        window = Window(torch, self._driver, self._side_stream, flag_address)
+        word_missing = False
+        try:
+            result = call(window)
+        finally:
+            word_missing = window.settle()
+        after = torch.cuda.Event(enable_timing=True)
         after.record()
         after.synchronize()
-        return result, float(before.elapsed_time(after))
+        return result, window.seen(after, word_missing, self._last_cover[1] if self._last_cover else None)
 
 
 def _persisting_l2_reset() -> tuple[Callable[[], Any] | None, str]:

@@ -23,10 +23,11 @@ from typing import Any
 
 from quaere.evaluate.clock_bound import CallTimes
 from quaere.evaluate.clocks import RUNNER_COVER_CYCLES
+from quaere.evaluate.close_word import Marks, OutputSample
 from quaere.evaluate.correctness import Rule
 from quaere.evaluate.judge_state import JudgeState
-from quaere.evaluate.protocol import CallReply
-from quaere.evaluate.runner_client import RunnerLost, RunnerProcess, Timed
+from quaere.evaluate.protocol import CallReply, CloseSpec
+from quaere.evaluate.runner_client import CloseWord, RunnerLost, RunnerProcess, Timed
 from quaere.evaluate.scenario_buffers import ScenarioBuffers
 from quaere.evaluate.timed_checks import FullCheckSchedule, check_inputs_kept, check_whole, inputs_print
 from quaere.evaluate.timing import TimingFailure
@@ -117,31 +118,44 @@ class NativeImpl:
         ctx.buffers.refill_workspace()
         clock = ctx.state.clock(ctx.timing.flush_l2)
         args = ctx.buffers.arguments(ctx.state.task.module.arguments(ctx.scenario), slot)
+        flag_address = ctx.buffers.close_address()
+        closing = OutputSample(outputs.views) if flag_address is not None else None
         ops.synchronize()
         armed_ms: list[float] = []  # the judge's host time from the window's opening to the runner's word
 
-        def call(opened: Callable[[], None]) -> Timed:
+        def call(marks: Marks) -> Timed:
+            word = CloseWord(CloseSpec(buffer=ctx.buffers.close_word.id, value=marks.value),
+                             lambda: marks.close(closing)) if marks.closes else None
             return self.runner.call(args, timed=True, timeout_s=ctx.timeout_s,
-                                    armed=lambda: armed_ms.append(self._open(clock, opened)))
+                                    armed=lambda: armed_ms.append(self._open(clock, marks.open)), close=word)
 
         try:
-            timed, span_ms = clock.bracket(call)
+            timed, seen = clock.bracket(call, flag_address)
         except RunnerLost as lost:
             ctx.state.runners.drop(self.name)
             raise TimingFailure(TimingStatus.FAILED, f"{lost.verdict.value}: {lost.detail}") from None
         reply = timed.reply
         if reply.code != 0:
             raise TimingFailure(TimingStatus.FAILED, f"entry point returned {reply.code}")
+        if seen.word_missing:
+            raise TimingFailure(TimingStatus.HIDDEN_WORK, f"timed call {index}: the runner said its close word was "
+                                "enqueued, and the word never reached the device (another value, or none)")
         accounted = timed.accounted
         self.covers_mhz.append(clock.cover_mhz())
-        self.calls.add(timed.wall_ms, float(reply.device_ms or 0.0), float(reply.drain_ms or 0.0), span_ms,
-                       accounted.cpu_ms + accounted.idle_cpu_ms, accounted.queued_ms)
-        ctx.log_call(self.name, index, reply, wall_ms=timed.wall_ms, span_ms=span_ms,
+        self.calls.add(timed.wall_ms, float(reply.device_ms or 0.0), float(reply.drain_ms or 0.0), seen.span_ms,
+                       accounted.cpu_ms + accounted.idle_cpu_ms, accounted.queued_ms, seen.close_ms)
+        ctx.log_call(self.name, index, reply, wall_ms=timed.wall_ms, span_ms=seen.span_ms, close_ms=seen.close_ms,
+                     cover_close_ms=seen.cover_close_ms,
                      armed_ms=armed_ms[0] if armed_ms else math.nan, cpu_ms=accounted.cpu_ms,
                      queued_ms=accounted.queued_ms, idle_cpu_ms=accounted.idle_cpu_ms, cover_mhz=self.covers_mhz[-1])
         if self.schedule is not None:
             check_inputs_kept(ops, ctx.buffers.inputs, written, index)
         self._verify(outputs, sample, index)
+        late = closing.changed() if closing is not None else 0
+        if late:
+            raise TimingFailure(TimingStatus.HIDDEN_WORK,
+                                f"timed call {index}: {late} of the outputs' sampled elements were written after the "
+                                "call's close word reached the device: work the close mark did not wait for")
         if self.schedule is not None and self.schedule.due():
             reference = ctx.state.task.module.reference(ctx.scenario, ctx.buffers.inputs, "fp32")
             bounds = {name: ctx.bounds[name] * ctx.timing.sample_slack for name in outputs.views}

@@ -150,7 +150,7 @@ def time_scenario(state: JudgeState, scenario: Scenario, seed: int, rule: Rule, 
             if calls is not None and calls.claims_ms:
                 settled[run.name] = settled[run.name].model_copy(update={
                     "overhead_ms": calls.overhead_ms(), "drain_ms": stats.median(calls.drains_ms),
-                    "span_overhead_ms": calls.span_overhead_ms(),
+                    "span_overhead_ms": calls.span_overhead_ms(), "close_overhead_ms": calls.close_overhead_ms(),
                     "cpu_overhead_ms": calls.cpu_overhead_ms(run_steal[0]), "cpu_waits_ms": calls.waits_ms(),
                     **({"steal_share": run_steal[0]} if native and native.runner.cpu_accountable else {})})
         return [settled[name] for name in (*NATIVE, *comparisons)]

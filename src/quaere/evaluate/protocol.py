@@ -71,6 +71,20 @@ class ArmedReply(Message):
     armed: Literal[True]
 
 
+class CloseSpec(Message):
+    """The word a timed CUDA call writes on its own stream after its end event (``value`` into the shared
+    device buffer ``buffer``), which the judge's stream waits for on the device (:class:`QueuedReply`)."""
+
+    buffer: str
+    value: int = Field(ge=1, lt=2**32)
+
+
+class QueuedReply(Message):
+    """A call's close word is enqueued behind its work: the judge may enqueue its wait for it."""
+
+    queued: Literal[True]
+
+
 class CallReply(Message):
     """What the runner says about one call. The times are claims: the judge bounds them."""
 

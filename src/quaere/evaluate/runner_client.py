@@ -27,13 +27,31 @@ from typing import TypeVar
 from pydantic import BaseModel, ValidationError
 
 from quaere.evaluate.cpu_accounting import Accounted, sched_ms
-from quaere.evaluate.protocol import ArgSpec, ArmedReply, BufferSpec, CallReply, LoadReply, ReadyReply
+from quaere.evaluate.protocol import (
+    ArgSpec,
+    ArmedReply,
+    BufferSpec,
+    CallReply,
+    CloseSpec,
+    LoadReply,
+    QueuedReply,
+    ReadyReply,
+)
 from quaere.records import Isolation, Verdict
 
 STDERR_TAIL_BYTES = 3000
 MAX_MESSAGE = 1 << 20
 SPIN_S = 0.2  # a GPU task's judge only: see _spin_receive
 M = TypeVar("M", bound=BaseModel)
+
+
+@dataclass(frozen=True)
+class CloseWord:
+    """What a timed GPU call writes on its stream after its work (``spec``), and what the judge does once the
+    runner says it is enqueued (``queued``: enqueue the device-side wait for it, see :mod:`.clocks`)."""
+
+    spec: CloseSpec
+    queued: Callable[[], None]
 
 
 class RunnerLost(RuntimeError):
@@ -161,15 +179,20 @@ class RunnerProcess:
         self.mapped.difference_update(ids)
 
     def call(self, args: list[ArgSpec], timed: bool, timeout_s: float,
-             armed: Callable[[], None] | None = None) -> Timed:
+             armed: Callable[[], None] | None = None, close: CloseWord | None = None) -> Timed:
         """One call of the entry point. With ``armed``, the call is gated: the runner prepares it and waits,
         ``armed()`` runs (the judge publishes the inputs there), and only then is the runner told to go; the
         judge's clock starts at that word. The runner's CPU time and waits are counted over the whole exchange,
         except, for a gated call, up to its ``armed`` reply: until then it has only prepared its own request (its
         inputs are written after it). That Python work took 0.06-0.2 ms a call (median 0.09) on the development
-        machine (2026-12-04), a spread as wide as the CPU-time bound's default slack."""
+        machine (2026-12-04), a spread as wide as the CPU-time bound's default slack.
+
+        With ``close`` (a timed call on a GPU), the runner writes the close word behind its call and says
+        ``queued`` before its reply; ``close.queued()`` runs then, with the runner still going."""
         message = {"op": "call", "args": [a.model_dump(mode="json", exclude_none=True) for a in args],
                    "timed": timed, "gate": armed is not None}
+        if close is not None:
+            message["close"] = close.spec.model_dump(mode="json")
         before = self._sched()
         counted = before
         if armed is not None:
@@ -179,6 +202,10 @@ class RunnerProcess:
             armed()
             message = {"op": "go"}
         started = time.perf_counter_ns()
+        if close is not None:
+            self._parse(self._exchange(message, timeout_s, hold=True), QueuedReply)
+            close.queued()
+            message = None
         raw = self._exchange(message, timeout_s)
         wall_ms = (time.perf_counter_ns() - started) / 1e6
         after = self._sched()

@@ -64,6 +64,8 @@ class ScenarioBuffers:
             buffers = {name: self._take(pool, f"out{index}-{name}", _guarded_bytes(spec))
                        for name, spec in specs.items()}
             self.output_sets.append(Outputs(ops, buffers, specs))
+        # The word a timed GPU call writes behind its work (quaere.evaluate.close_word); unused on a CPU.
+        self.close_word = self._take(pool, "close-word", 4)
         self.workspace_bytes = max(0, int(workspace_bytes))
         self.workspace = self._take(pool, "workspace", self.workspace_bytes) if self.workspace_bytes else None
         self._workspace_view = self.workspace.typed("uint8", (self.workspace_bytes,)) if self.workspace else None
@@ -84,6 +86,11 @@ class ScenarioBuffers:
         """New input contents (same shapes), written in place: the addresses the runner mapped stay valid."""
         for name, array in fresh.items():
             self.ops.assign(self.inputs[name], array)
+
+    def close_address(self) -> int | None:
+        """The judge's device address of the close word; None where the buffers are not device memory."""
+        pointer = getattr(self.close_word, "pointer", None)
+        return int(pointer) if pointer else None
 
     def arguments(self, args: list[Arg], output_set: int = 0) -> list[ArgSpec]:
         """The task's argument list as the runner's typed arguments for output set ``output_set``."""

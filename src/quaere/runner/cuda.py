@@ -15,6 +15,7 @@ CU_STREAM_NON_BLOCKING = 0x1
 CU_EVENT_DEFAULT = 0x0
 CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS = 0x1
 CUDA_ERROR_NOT_READY = 600
+CU_STREAM_WAIT_VALUE_EQ = 0x1
 IPC_HANDLE_BYTES = 64
 
 
@@ -118,3 +119,21 @@ class Driver:
 
     def ipc_close(self, pointer: int) -> None:
         self._call("cuIpcCloseMemHandle", ctypes.c_uint64(pointer))
+
+    def write_value(self, stream: int, address: int, value: int) -> None:
+        """Enqueue a 32-bit write of ``value`` at device ``address`` on ``stream``, after everything enqueued
+        there before it (with a memory fence: the default flags)."""
+        self._call(_versioned(self.lib, "cuStreamWriteValue32"), ctypes.c_void_p(stream), ctypes.c_uint64(address),
+                   ctypes.c_uint32(value), ctypes.c_uint(0))
+
+    def wait_value(self, stream: int, address: int, value: int) -> None:
+        """Enqueue a wait on ``stream`` until the 32-bit word at device ``address`` equals ``value``: the stream
+        holds there, on the device, with no host in the loop."""
+        self._call(_versioned(self.lib, "cuStreamWaitValue32"), ctypes.c_void_p(stream), ctypes.c_uint64(address),
+                   ctypes.c_uint32(value), ctypes.c_uint(CU_STREAM_WAIT_VALUE_EQ))
+
+
+def _versioned(lib: ctypes.CDLL, name: str) -> str:
+    """``name``'s ``_v2`` entry point where the driver has one (CUDA 12's stream memory operations, on by
+    default), else ``name``."""
+    return f"{name}_v2" if hasattr(lib, f"{name}_v2") else name

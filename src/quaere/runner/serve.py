@@ -13,7 +13,10 @@ made only on the next message, ``go``: the judge writes the call's inputs in bet
 shared buffers only from just before the call (and the runner's own start-up cost is behind it).
 A timed CUDA call records an event before and after the call on the runner's stream, waits for the end
 event, then synchronizes the whole context: ``drain_ms`` is how long work went on after the end event
-(work on another stream); the judge also bounds the whole request with its own clock.
+(work on another stream); the judge also bounds the whole request with its own clock. A call that names a
+``close`` word (a shared buffer and a value) also writes the value there on the runner's stream after the end
+event, and says ``queued`` at once: the judge's stream waits on the device for that word, then reads a secret
+sample of the outputs and marks its own time (the judge's device-ordered close; docs/security.md).
 """
 
 from __future__ import annotations
@@ -154,9 +157,9 @@ def _await_go(channel: socket.socket, spin_s: float) -> None:
         raise RequestError(f"a gated call waits for 'go', got {request.get('op')!r}")
 
 
-def _call(state: State, request: dict, go: Callable[[], None]) -> dict:
+def _call(state: State, request: dict, go: Callable[[], None], queued: Callable[[], None]) -> dict:
     """The entry point on the request's arguments; ``go()`` is called once the call is ready to start when the
-    request is gated."""
+    request is gated, ``queued()`` once its close word is enqueued when it names one."""
     types, values = _arguments(state, request.get("args", []))
     entry = state.entry
     if tuple(types) != state.signature:
@@ -184,6 +187,10 @@ def _call(state: State, request: dict, go: Callable[[], None]) -> dict:
     code = entry(*values)
     host_ms = (time.perf_counter_ns() - started) / 1e6
     driver.record(device.end, device.stream)
+    close = request.get("close")
+    if close is not None:
+        driver.write_value(device.stream, _close_address(state, close), int(close["value"]))
+        queued()
     while not driver.event_done(device.end):
         pass  # spin: the moment the end event completes is what the drain is measured from
     end_seen = time.perf_counter_ns()
@@ -193,14 +200,21 @@ def _call(state: State, request: dict, go: Callable[[], None]) -> dict:
             "host_ms": host_ms, "drain_ms": drain_ms}
 
 
-def _handle(state: State, request: dict, fds: list[int], go: Callable[[], None]) -> dict:
+def _close_address(state: State, close: dict) -> int:
+    mapping = state.mappings.get(str(close.get("buffer")))
+    if mapping is None or mapping.handle is not None or mapping.nbytes < 4:
+        raise RequestError(f"the close word names {close.get('buffer')!r}, not a mapped device buffer of 4 bytes")
+    return mapping.address
+
+
+def _handle(state: State, request: dict, fds: list[int], go: Callable[[], None], queued: Callable[[], None]) -> dict:
     op = request.get("op")
     if op == "map":
         return _map(state, request, fds)
     if op == "unmap":
         return _unmap(state, request)
     if op == "call":
-        return _call(state, request, go)
+        return _call(state, request, go, queued)
     raise RequestError(f"unknown op {op!r}")
 
 
@@ -264,7 +278,8 @@ def serve(config: dict, channel: socket.socket) -> None:
         if request is None or request.get("op") == "exit":
             return
         try:
-            reply = _handle(state, request, fds, lambda: _await_go(channel, spin_s))
+            reply = _handle(state, request, fds, lambda: _await_go(channel, spin_s),
+                            lambda: _send(channel, {"ok": True, "queued": True}))
         except JudgeGone:
             return
         except RequestError as exc:

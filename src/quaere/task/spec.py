@@ -78,6 +78,14 @@ class TimingRule(Strict):
     recorded, not judged; set it only where it was measured for the task's kernels, since the span's honest
     spread is not known in general (flash_attention_hopper on the H200: at most 29 us over 78 configuration
     runs)."""
+    close_abs_ms: float | None = Field(default=None, ge=0)
+    """GPU tasks: slack of the bound on the judge's device-timeline span from the window's opening to its close
+    mark, which its stream reaches on the device right behind the call's work (``quaere.evaluate.close_word``). A
+    candidate's lower quartile of (that span - claimed time) may exceed the initial kernel's by this much, or by
+    ``close_rel`` of its device time if larger, before it is ``hidden_work``. ``None`` (the default): recorded,
+    not judged; set it where its honest spread was measured for the task's kernels (docs/security.md)."""
+    close_rel: float = Field(default=0.05, ge=0)
+    """Relative part of the same slack (a fraction of the candidate's median device time)."""
     sample_slack: float = Field(default=2.0, ge=1)
     """A timed output's sampled error may reach this multiple of the bound of the full untimed check
     (the sample's inputs are fresh, so its error varies a little): a memoized or skipped output is off by
