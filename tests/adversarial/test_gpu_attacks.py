@@ -23,11 +23,10 @@ CONFIGS = frozenset({"d128-h16-s512-noncausal", "d128-h16-s2048-causal", "d64-h3
                      "d256-h8-s4096-causal"})
 
 
-# Known gap, measured on the H200 on 2026-12-01 (docs/runs/2026-12-01/evening/attacks.log): a claim 10% short
-# and 15 us of work left on a private stream stay inside the host clock's 50 us, the device timeline's 50 us
-# (23-30 us seen there) and the drain's 30 us slack on the short configurations. Strict: the day a bound
-# catches them everywhere, this xfail fails and goes.
-GAP = pytest.mark.xfail(strict=True, reason="within the clock bound's slack (docs/security.md, 'not defended')")
+# forge_small (a claim 10% short) and hidden_tail (15 us of work left on a private stream) stay inside the host
+# clock's 50 us, the host-closed span's 50 us and the drain's 30 us slack on the short configurations; the close
+# mark's span (quaere.evaluate.close_word, 8 us slack) caught both on every configuration measured (H200,
+# 2026-12-04: +11 to +94 us). Below about 8 us a call, a claim still goes unseen (docs/security.md).
 
 
 @pytest.fixture(scope="module")
@@ -77,9 +76,9 @@ def test_the_shipped_kernel_is_not_flagged(shipped) -> None:
                                                  ("precompute", TimingStatus.HIDDEN_WORK),
                                                  ("left_work", TimingStatus.HIDDEN_WORK),
                                                  ("no_word", TimingStatus.HIDDEN_WORK),
-                                                 pytest.param("early_word", TimingStatus.HIDDEN_WORK, marks=GAP),
-                                                 pytest.param("forge_small", TimingStatus.HIDDEN_WORK, marks=GAP),
-                                                 pytest.param("hidden_tail", TimingStatus.HIDDEN_WORK, marks=GAP)])
+                                                 ("early_word", TimingStatus.HIDDEN_WORK),
+                                                 ("forge_small", TimingStatus.HIDDEN_WORK),
+                                                 ("hidden_tail", TimingStatus.HIDDEN_WORK)])
 def test_attack_gets_its_verdict(fa_task, options: EvalOptions, tmp_path: Path, attack: str,
                                  verdict: TimingStatus) -> None:
     evaluation = run_evaluation(fa_task, write_gpu_candidate(tmp_path, attack), options)

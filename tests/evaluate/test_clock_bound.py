@@ -16,15 +16,16 @@ RULE = TimingRule(hidden_work_abs_ms=0.05, hidden_work_rel=0.05, drain_abs_ms=0.
 
 
 def impl(claims: list[float], overhead: float, drain: float = 0.005, tail: int = 0,
-         span_overhead: float = math.nan, cpu_overhead: float = math.nan) -> CallTimes:
+         span_overhead: float = math.nan, cpu_overhead: float = math.nan,
+         close_overhead: float = math.nan) -> CallTimes:
     """Calls of ``claims`` ms whose wall time is claim + ``overhead`` (the last ``tail`` calls 1 ms slower), whose
-    span on the judge's device timeline is claim + ``span_overhead`` and whose runner CPU time is claim +
-    ``cpu_overhead`` (NaN: not measured), never waiting for a core."""
+    span on the judge's device timeline is claim + ``span_overhead`` (to its close mark: claim + ``close_overhead``)
+    and whose runner CPU time is claim + ``cpu_overhead`` (NaN: not measured), never waiting for a core."""
     calls = CallTimes()
     for index, claim in enumerate(claims):
         slow = 1.0 if index >= len(claims) - tail else 0.0
         calls.add(claim + overhead + slow, claim, drain, claim + span_overhead + slow, claim + cpu_overhead,
-                  0.0 if not math.isnan(cpu_overhead) else math.nan)
+                  0.0 if not math.isnan(cpu_overhead) else math.nan, claim + close_overhead)
     return calls
 
 
@@ -103,6 +104,39 @@ def test_no_device_timeline_never_flags_by_the_span() -> None:
 def test_the_attention_task_judges_the_span_and_a_task_not_measured_does_not() -> None:
     assert load_task("flash_attention_hopper").spec.timing.span_abs_ms == 0.05
     assert load_task("rmsnorm_hopper").spec.timing.span_abs_ms is None
+
+
+CLOSE_RULE = SPAN_RULE.model_copy(update={"close_abs_ms": 0.008})
+
+
+def test_a_claim_inside_the_spans_slack_is_caught_by_the_close_mark() -> None:
+    """forge_small on the H200 (2026-12-04, D=128 S=512): a claim 10% short read +10 us on the wall clock, +11 us on
+    the span (both under their 50 us slack) and +12 us on the close span, whose slack is 8 us."""
+    reference = impl([0.123] * 40, overhead=0.697, span_overhead=1.050, close_overhead=1.004)
+    forged = impl([0.111] * 40, overhead=0.707, span_overhead=1.061, close_overhead=1.016)
+    assert hidden_work(forged, reference, SPAN_RULE) == ""
+    assert "up to its close mark, spanned 12 us more" in hidden_work(forged, reference, CLOSE_RULE)
+
+
+def test_an_honest_kernel_within_the_close_spans_measured_spread_passes() -> None:
+    """Honest kernels read -4.9 to +3.6 us over the initial kernel on the close span (52 configuration runs)."""
+    reference = impl([0.34] * 40, overhead=0.60, span_overhead=1.05, close_overhead=1.004)
+    honest = impl([0.123] * 40, overhead=0.60, span_overhead=1.05, close_overhead=1.0076, tail=15)
+    assert math.isclose(honest.close_overhead_ms(), 1.0076)
+    assert hidden_work(honest, reference, CLOSE_RULE) == ""
+
+
+def test_the_close_span_is_recorded_not_judged_unless_the_task_says() -> None:
+    reference = impl([0.34] * 40, overhead=0.60, close_overhead=1.0)
+    forged = impl([0.14] * 40, overhead=0.60, close_overhead=1.1)
+    assert RULE.close_abs_ms is None and hidden_work(forged, reference, RULE) == ""
+    assert math.isnan(impl([0.14] * 4, 0.6).close_overhead_ms())
+    assert hidden_work(impl([0.14] * 40, overhead=0.60), impl([0.34] * 40, overhead=0.60), CLOSE_RULE) == ""
+
+
+def test_the_attention_task_judges_the_close_span() -> None:
+    assert load_task("flash_attention_hopper").spec.timing.close_abs_ms == 0.008
+    assert load_task("rmsnorm_hopper").spec.timing.close_abs_ms is None
 
 
 CPU_RULE = TimingRule(hidden_work_abs_ms=0.3, hidden_work_rel=0.1, drain_abs_ms=0.3)
