@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 
 from quaere.evaluate import isolation
-from quaere.evaluate.protocol import ArgSpec
-from quaere.evaluate.runner_client import RunnerConfig, RunnerProcess
+from quaere.evaluate.protocol import ArgSpec, CloseSpec
+from quaere.evaluate.runner_client import CloseWord, RunnerConfig, RunnerLost, RunnerProcess
 from quaere.evaluate.shared import MemfdAllocator
+from quaere.records import Verdict
 
 # Copies x[0] to y[0]: the output says which input the call saw.
 SOURCE = 'extern "C" int first(const float* x, float* y) { y[0] = x[0]; return 0; }\n'
@@ -160,3 +161,15 @@ def test_a_gated_calls_cpu_time_counts_from_its_armed_word(tmp_path: Path, where
         assert counted_ms < BURN_MS / 3, timed.accounted
     else:
         assert counted_ms >= BURN_MS * 0.95, timed.accounted
+
+
+def test_a_runner_that_replies_without_saying_queued_is_refused(runner: RunnerProcess) -> None:
+    """A CPU runner has no device to write a word on, so it answers the call at once: to a judge that asked for the
+    word, a reply that skipped ``queued`` is a protocol breach (as a rewritten runner's would be)."""
+    _, _, args = _buffers(runner)
+    heard: list[bool] = []
+    word = CloseWord(CloseSpec(buffer=args[1].buffer or "", value=5), lambda: heard.append(True))
+    with pytest.raises(RunnerLost) as lost:
+        runner.call(args, timed=True, timeout_s=10.0, close=word)
+    assert lost.value.verdict is Verdict.TAMPERED and "protocol" in str(lost.value)
+    assert heard == []
