@@ -134,9 +134,10 @@ def test_the_close_span_is_recorded_not_judged_unless_the_task_says() -> None:
     assert hidden_work(impl([0.14] * 40, overhead=0.60), impl([0.34] * 40, overhead=0.60), CLOSE_RULE) == ""
 
 
-def test_the_attention_task_judges_the_close_span() -> None:
+def test_both_gpu_tasks_judge_the_close_span_where_it_was_measured() -> None:
     assert load_task("flash_attention_hopper").spec.timing.close_abs_ms == 0.008
-    assert load_task("rmsnorm_hopper").spec.timing.close_abs_ms is None
+    assert load_task("rmsnorm_hopper").spec.timing.close_abs_ms == 0.008
+    assert TimingRule().close_abs_ms is None  # a task not measured records it only
 
 
 CPU_RULE = TimingRule(hidden_work_abs_ms=0.3, hidden_work_rel=0.1, drain_abs_ms=0.3)

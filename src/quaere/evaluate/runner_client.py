@@ -27,6 +27,7 @@ from typing import TypeVar
 from pydantic import BaseModel, ValidationError
 
 from quaere.evaluate.cpu_accounting import Accounted, sched_ms
+from quaere.evaluate.exits import death_verdict, describe_exit
 from quaere.evaluate.protocol import (
     ArgSpec,
     ArmedReply,
@@ -61,24 +62,6 @@ class RunnerLost(RuntimeError):
         super().__init__(detail)
         self.verdict = verdict
         self.detail = detail
-
-
-def describe_exit(returncode: int) -> str:
-    if returncode < 0:
-        try:
-            return f"killed by {signal.Signals(-returncode).name}"
-        except ValueError:
-            return f"killed by signal {-returncode}"
-    return f"exited with status {returncode}"
-
-
-def death_verdict(returncode: int, stderr_tail: str) -> Verdict:
-    """SIGSYS is the seccomp filter's kill; SIGKILL not sent by us is the OOM killer; else a crash."""
-    if returncode == -signal.SIGSYS:
-        return Verdict.SANDBOX_VIOLATION
-    if "out of memory" in stderr_tail.lower() or returncode == -signal.SIGKILL:
-        return Verdict.OUT_OF_MEMORY
-    return Verdict.CRASHED
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from typing import Any, Self
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
+from quaere.evaluate.exits import describe_exit
 from quaere.evaluate.judge_protocol import (
     CHECK_REPLY,
     INIT_REPLY,
@@ -43,15 +44,6 @@ class JudgeLost(RuntimeError):
         super().__init__(detail)
         self.verdict = verdict
         self.detail = detail
-
-
-def describe_exit(returncode: int) -> str:
-    if returncode < 0:
-        try:
-            return f"killed by {signal.Signals(-returncode).name}"
-        except ValueError:
-            return f"killed by signal {-returncode}"
-    return f"exited with status {returncode}"
 
 
 class JudgeProcess:
