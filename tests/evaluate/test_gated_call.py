@@ -173,3 +173,55 @@ def test_a_runner_that_replies_without_saying_queued_is_refused(runner: RunnerPr
         runner.call(args, timed=True, timeout_s=10.0, close=word)
     assert lost.value.verdict is Verdict.TAMPERED and "protocol" in str(lost.value)
     assert heard == []
+
+
+# A runner that says ``queued`` for a call that names a close word, as a CUDA runner does once the word is enqueued
+# (a CPU runner has no device to write it on): the judge's side of the exchange, without a GPU.
+QUEUED_SITE = """
+import quaere.runner.serve as serve
+_call = serve._call
+
+def _queued_first(state, request, go, queued):
+    if request.get("close"):
+        queued()
+    return _call(state, request, go, queued)
+
+serve._call = _queued_first
+"""
+
+
+def _queued_runner(tmp_path: Path) -> RunnerProcess:
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(QUEUED_SITE)
+    path = os.pathsep.join(p for p in (str(site), os.environ.get("PYTHONPATH", "")) if p)
+    return _start(tmp_path, {"PYTHONPATH": path})
+
+
+def test_the_judge_acts_on_queued_and_then_takes_the_calls_reply(tmp_path: Path) -> None:
+    runner = _queued_runner(tmp_path)
+    try:
+        x, y, args = _buffers(runner)
+        x[0] = 4.0
+        heard: list[bool] = []
+        word = CloseWord(CloseSpec(buffer=args[1].buffer or "", value=5), lambda: heard.append(True))
+        timed = runner.call(args, timed=True, timeout_s=10.0, close=word)
+        assert heard == [True] and timed.reply.code == 0 and y[0] == 4.0
+        assert runner.call(args, timed=True, timeout_s=10.0).reply.code == 0  # the exchange stayed in step
+    finally:
+        runner.close()
+
+
+def test_a_judge_that_fails_at_queued_kills_the_runner_rather_than_lose_step(tmp_path: Path) -> None:
+    runner = _queued_runner(tmp_path)
+    try:
+        _, _, args = _buffers(runner)
+
+        def broken() -> None:
+            raise RuntimeError("the judge's device wait failed")
+
+        with pytest.raises(RuntimeError, match="device wait failed"):
+            runner.call(args, timed=True, timeout_s=10.0, close=CloseWord(CloseSpec(buffer="y", value=5), broken))
+        assert not runner.alive()
+    finally:
+        runner.close()

@@ -187,7 +187,11 @@ class RunnerProcess:
         started = time.perf_counter_ns()
         if close is not None:
             self._parse(self._exchange(message, timeout_s, hold=True), QueuedReply)
-            close.queued()
+            try:
+                close.queued()
+            except BaseException:
+                self.kill()  # its reply would be left unread: the next request would take it for its own
+                raise
             message = None
         raw = self._exchange(message, timeout_s)
         wall_ms = (time.perf_counter_ns() - started) / 1e6
