@@ -39,8 +39,8 @@ class Clock(Protocol):
         ...
 
     def bracket(self, call: Callable[[Marks], T], flag_address: int | None = None) -> tuple[T, Seen]:
-        """``call(window)``'s result and what the judge's own device timeline saw (:class:`Seen`): a first mark
-        enqueued when ``call`` calls ``window.open()`` (the judged window opens: what the judge enqueues after it
+        """``call(marks)``'s result and what the judge's own device timeline saw (:class:`Seen`): a first mark
+        enqueued when ``call`` calls ``marks.open()`` (the judged window opens: what the judge enqueues after it
         is inside), a second once ``call`` returned, and with ``flag_address`` (a shared device word) the close
         mark ``marks.close`` enqueues (:mod:`.close_word`); NaN where there is no device."""
         ...
@@ -186,7 +186,6 @@ class CudaClock:
         fails after the runner said ``queued``."""
         torch = self.torch
         window = Window(torch, self._driver, self._side_stream, flag_address)
-        word_missing = False
         try:
             result = call(window)
         finally:

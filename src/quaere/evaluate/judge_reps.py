@@ -6,7 +6,8 @@ implementations alternate between two output sets (cached output pointers gain n
 output of a native implementation is verified: unwritten elements, guard bytes, and a sample of the
 output against an fp32 computation on that repetition's inputs; the candidate's inputs are checked
 unchanged after each call, and its whole output on a secret schedule (:mod:`.timed_checks`). An output
-equal to an earlier repetition's is ``inputs_memoized``.
+equal to an earlier repetition's is ``inputs_memoized``. On a GPU, a secret sample of each native output read at
+the judge's close mark must equal the output verified after the reply (:mod:`.close_word`).
 """
 
 from __future__ import annotations
