@@ -49,7 +49,7 @@ M = TypeVar("M", bound=BaseModel)
 @dataclass(frozen=True)
 class CloseWord:
     """What a timed GPU call writes on its stream after its work (``spec``), and what the judge does once the
-    runner says it is enqueued (``queued``: enqueue the device-side wait for it, see :mod:`.clocks`)."""
+    runner says it is enqueued (``queued``: enqueue the device-side wait for it, see :mod:`.close_word`)."""
 
     spec: CloseSpec
     queued: Callable[[], None]
