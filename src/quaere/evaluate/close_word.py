@@ -12,7 +12,7 @@ time-slice on the device, so the judge's sample runs either after the runner's w
 
 The span still holds the context switches and the judge's publish, flush and cover: the bound compares its excess
 over the claim with the trusted initial kernel's, as the host-side span does, but without the judge's host wake-up
-in it (measured: docs/perf.md, stage 26).
+in it (measured on the H200: docs/runs/2026-12-04/s26/, README there).
 """
 
 from __future__ import annotations
