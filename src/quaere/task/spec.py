@@ -86,7 +86,8 @@ class TimingRule(Strict):
     not judged; set it where its honest spread was measured for the task's kernels (docs/security.md)."""
     close_rel: float = Field(default=0.005, ge=0)
     """Relative part of the same slack (a fraction of the candidate's median device time). Small: the close span's
-    honest spread did not grow with the call's length on the H200 (at most 3.6 us over calls of 0.1 to 3 ms)."""
+    honest spread did not grow with the call's length on the H200 (at most +4.8 us over calls of 13 us to 3 ms, both GPU
+    tasks, 2026-12-04)."""
     sample_slack: float = Field(default=2.0, ge=1)
     """A timed output's sampled error may reach this multiple of the bound of the full untimed check
     (the sample's inputs are fresh, so its error varies a little): a memoized or skipped output is off by
