@@ -118,14 +118,17 @@ class CallTimes:
         ends long before the runner's work starts; ``docs/security.md``), but it moves less between two
         honest kernels than the wall clock's overhead does on short calls (at most 29 us over three runs of
         the 26 attention configurations), so a task that measured that may judge it (``span_abs_ms``)."""
-        pairs = [s - c for s, c in zip(self.spans_ms, self.claims_ms, strict=True) if not math.isnan(s)]
-        return stats.quantile(pairs, 0.25) if pairs else math.nan
+        return self._excess_quartile(self.spans_ms)
 
 
     def close_overhead_ms(self) -> float:
         """Lower quartile of (the span to the judge's close mark - claimed time); NaN without close marks. The
         same statistic as :meth:`span_overhead_ms`, on a span whose end no host wake-up delays."""
-        pairs = [s - c for s, c in zip(self.closes_ms, self.claims_ms, strict=True) if not math.isnan(s)]
+        return self._excess_quartile(self.closes_ms)
+
+    def _excess_quartile(self, measured_ms: list[float]) -> float:
+        """Lower quartile of (measured - claimed) over the calls where the judge measured something; NaN if none."""
+        pairs = [m - c for m, c in zip(measured_ms, self.claims_ms, strict=True) if not math.isnan(m)]
         return stats.quantile(pairs, 0.25) if pairs else math.nan
 
 
@@ -153,23 +156,22 @@ def doubt(impl: CallTimes, reference: CallTimes | None, timing: TimingRule, stea
     cpu = _cpu_doubt(impl, reference, _slack_ms(timing.cpu_rel, device_ms, timing.cpu_abs_ms), steal_share)
     if cpu is not None:
         return cpu
-    wall = _quartile_bound("the judge's clock saw", impl.overhead_ms() - reference.overhead_ms(),
-                           _slack_ms(timing.hidden_work_rel, device_ms, timing.hidden_work_abs_ms), len(impl.walls_ms))
-    if wall:
-        return Doubt(TimingStatus.HIDDEN_WORK, wall)
-    # Each device-timeline bound where the task judges it; NaN (no device timeline) never flags.
+    # The wall clock always; each device-timeline bound where the task judges it (NaN, no device timeline, never flags).
+    def slack(absolute_ms: float, relative: float = timing.hidden_work_rel) -> float:
+        return _slack_ms(relative, device_ms, absolute_ms)
+
+    bounds = [("the judge's clock saw", impl.overhead_ms() - reference.overhead_ms(), slack(timing.hidden_work_abs_ms))]
     if timing.span_abs_ms is not None:
-        span = _quartile_bound("the judge's device timeline spanned",
-                               impl.span_overhead_ms() - reference.span_overhead_ms(),
-                               _slack_ms(timing.hidden_work_rel, device_ms, timing.span_abs_ms), len(impl.spans_ms))
-        if span:
-            return Doubt(TimingStatus.HIDDEN_WORK, span)
+        bounds.append(("the judge's device timeline spanned", impl.span_overhead_ms() - reference.span_overhead_ms(),
+                       slack(timing.span_abs_ms)))
     if timing.close_abs_ms is not None:
-        close = _quartile_bound("the judge's device timeline, up to its close mark, spanned",
-                                impl.close_overhead_ms() - reference.close_overhead_ms(),
-                                _slack_ms(timing.close_rel, device_ms, timing.close_abs_ms), len(impl.closes_ms))
-        if close:
-            return Doubt(TimingStatus.HIDDEN_WORK, close)
+        bounds.append(("the judge's device timeline, up to its close mark, spanned",
+                       impl.close_overhead_ms() - reference.close_overhead_ms(),
+                       slack(timing.close_abs_ms, timing.close_rel)))
+    for seen, excess_ms, slack_ms in bounds:
+        why = _quartile_bound(seen, excess_ms, slack_ms, len(impl.claims_ms))
+        if why:
+            return Doubt(TimingStatus.HIDDEN_WORK, why)
     return None
 
 
