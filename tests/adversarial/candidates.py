@@ -112,6 +112,12 @@ PYTHON_IN_RUNNER = (_RESOLVING.replace("@ENSURE@", _xored("PyGILState_Ensure"))
 
 
 
+def c_lines(python: str, indent: str) -> str:
+    """``python`` as adjacent C string literals, one source line each, indented by ``indent``."""
+    return "".join(indent + '"' + line.replace("\\", "\\\\").replace('"', '\\"') + '\\n"\n'
+                   for line in python.splitlines())
+
+
 def call_rewrite(after: str, binds: dict[str, str] | None = None, route: str = PYTHON_IN_RUNNER) -> str:
     """C++ whose load-time constructor rewrites the runner's ``_call`` so that ``after`` (Python lines indented by
     four, which may read and change ``reply``) runs once the real call has returned, its context drained, before
@@ -122,8 +128,7 @@ def call_rewrite(after: str, binds: dict[str, str] | None = None, route: str = P
               + "".join(f"{name} = ctypes.CFUNCTYPE(None)(%llu)\n" for name in binds)
               + "_real = s._call\ndef _call(*args):\n    reply = _real(*args)\n" + after.replace("%", "%%")
               + "    return reply\ns._call = _call\n")
-    literal = "".join('        "' + line.replace("\\", "\\\\").replace('"', '\\"') + '\\n"\n'
-                      for line in python.splitlines())
+    literal = c_lines(python, "        ")
     addresses = "".join(f",\n        static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(&{fn}))"
                         for fn in binds.values())
     return route + f"""

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .candidates import PYTHON_IN_RUNNER, call_rewrite, forged_claims, wait_rewrite
+from .candidates import PYTHON_IN_RUNNER, c_lines, call_rewrite, forged_claims, wait_rewrite
 
 KERNEL = Path(__file__).resolve().parents[2] / "kernels" / "flash_attention_hopper.cu"
 ENTRY = 'extern "C" int attention_forward('
@@ -43,8 +43,7 @@ c.Driver.write_value = write_value
 
 def python_at_load(python: str) -> str:
     """C++ whose load-time constructor runs ``python`` in the runner's interpreter (PYTHON_IN_RUNNER's route)."""
-    literal = "".join('    "' + line.replace("\\", "\\\\").replace('"', '\\"') + '\\n"\n'
-                      for line in python.splitlines())
+    literal = c_lines(python, "    ")
     return PYTHON_IN_RUNNER + f"""
 __attribute__((constructor)) static void rewrite_at_load() {{
     run_python(
