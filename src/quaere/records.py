@@ -283,3 +283,16 @@ class MethodKind(str, Enum):
     QUESTIONS = "questions"  # short questions at the five moments: quaere's own method
     TOOLED = "tooled"  # AVO-style tools (profiler digest, doc search, lessons, lineage, loop supervisor), no questions
     GOAL_ONLY = "goal-only"  # the Stop hook and nothing else: the control
+
+
+class StopStatus(str, Enum):
+    """Why a stop was blocked or allowed, as the Stop hook records it: the goal's state (the values of
+    :class:`quaere.goal_records.GoalState`) or what ended the campaign without the goal."""
+
+    MET = "met"
+    UNMET = "unmet"
+    UNCONFIRMED = "unconfirmed"
+    STALE = "stale"
+    NO_EVALUATION = "no_evaluation"
+    BUDGET_SPENT = "budget_spent"  # a campaign budget ran out: the stop is allowed with the goal unmet
+    ERROR = "error"  # the goal could not be checked (the hook failed): blocked, then allowed past a small budget

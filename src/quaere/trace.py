@@ -16,7 +16,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from quaere.jsonl import append_line, read_lines
-from quaere.records import MethodKind, Moment, QuestionKind
+from quaere.records import MethodKind, Moment, QuestionKind, StopStatus
 
 MAX_TEXT_CHARS = 4000
 
@@ -105,7 +105,7 @@ class StopDecision(Event):
     type: Literal["stop_decision"] = "stop_decision"
     decision: Literal["block", "allow"]
     reason: str
-    goal_status: str = Field(description="met, unmet, unconfirmed, stale, no_evaluation, budget_spent, error.")
+    goal_status: StopStatus = Field(description="The goal's state at the stop, or what ended the campaign.")
 
 
 class BudgetSpent(Event):

@@ -8,13 +8,16 @@ import sys
 import uuid
 
 import pytest
+from pydantic import ValidationError
 
-from quaere.hooks.answers import block_answer, broken_answer, context_answer, normalize_payload
+from quaere.hooks.answers import block_answer, broken_answer, context_answer, normalize_payload, stop_decision
 from quaere.hooks.codex import with_hooks_feature
 from quaere.hooks.dialect import HookDialect, Scope, WireEvent
 from quaere.hooks.install import InstallError, Target, install_hooks, uninstall_hooks
 from quaere.hooks.state import HookBudget, read_state
 from quaere.hooks.transcript import new_assistant_texts
+from quaere.records import StopStatus
+from quaere.trace import StopDecision
 
 CODEX_ROLLOUT = [
     {"type": "session_meta", "payload": {"id": "s"}},
@@ -47,12 +50,25 @@ def test_answers_follow_the_dialect():
 @pytest.mark.parametrize("dialect", list(HookDialect))
 def test_every_dialect_answer_carries_its_text_and_status_outside_the_wire_json(dialect, tmp_path):
     """In-process callers read ``text`` and ``goal_status``; what each dialect prints differs, they do not."""
-    blocked = block_answer(dialect, "why not yet", goal_status="unmet")
+    blocked = block_answer(dialect, "why not yet", goal_status=StopStatus.UNMET)
     assert (blocked.decision, blocked.text, blocked.goal_status) == ("block", "why not yet", "unmet")
     added = context_answer(dialect, WireEvent.POST_TOOL_USE, "Question: what bounds it?")
-    assert (added.decision, added.text, added.goal_status) == ("none", "Question: what bounds it?", "")
+    assert (added.decision, added.text, added.goal_status) == ("none", "Question: what bounds it?", None)
     broken = broken_answer(WireEvent.STOP, "no workspace", dialect, tmp_path / "none", uuid.uuid4().hex)
-    assert broken.decision == "block" and broken.goal_status == "error" and "no workspace" in broken.text
+    assert broken.decision == "block" and broken.goal_status is StopStatus.ERROR and "no workspace" in broken.text
+
+
+def test_a_stop_record_needs_a_stop_answer_and_a_known_status():
+    """An answer without a stop status (a tool's context) is not recorded as a stop, and a trace line with a
+    status no stop can have is refused, naming the field."""
+    with pytest.raises(ValueError, match="not a stop answer"):
+        stop_decision(context_answer(HookDialect.CLAUDE_CODE, WireEvent.POST_TOOL_USE, "Q?"))
+    with pytest.raises(ValueError, match="not a stop answer"):
+        stop_decision(block_answer(HookDialect.CLAUDE_CODE, "no"))
+    stale = block_answer(HookDialect.CLAUDE_CODE, "no", goal_status=StopStatus.STALE)
+    assert stop_decision(stale).goal_status is StopStatus.STALE
+    with pytest.raises(ValidationError, match="goal_status"):
+        StopDecision(decision="allow", reason="", goal_status="done")
 
 
 def test_openhands_payload_keys_are_mapped_and_tool_response_kept():

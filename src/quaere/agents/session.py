@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from quaere.agents.base import CampaignEnd, StopAnswer, ToolAnswer
-from quaere.goal_records import GoalState
 from quaere.hooks.dialect import WireEvent
 from quaere.hooks.handlers import HookDeps, broken_answer, handle_post_tool, handle_prompt, handle_stop
+from quaere.records import StopStatus
 from quaere.trace import BudgetSpent, ErrorEvent, Event, TraceWriter
 from quaere.workspace import Workspace, content_hash
 
@@ -93,9 +93,9 @@ class SessionHooks:
         if answer.decision == "block":
             self.blocks += 1
             return StopAnswer(allow=False, reason=answer.text)
-        if answer.goal_status == "budget_spent" and not self.counters.spent:
+        if answer.goal_status is StopStatus.BUDGET_SPENT and not self.counters.spent:
             self.counters.spent = CampaignEnd.BLOCKS
-        return StopAnswer(allow=True, reason=answer.text, goal_met=answer.goal_status == GoalState.MET.value)
+        return StopAnswer(allow=True, reason=answer.text, goal_met=answer.goal_status is StopStatus.MET)
 
     # -- budgets -----------------------------------------------------------------------------------------
     def check_budgets(self) -> CampaignEnd | None:

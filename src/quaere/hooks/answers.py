@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from quaere.hooks.dialect import HookDialect, WireEvent, all_specs, spec_of
 from quaere.hooks.state import HookStateError, StateFile, update_state
+from quaere.records import StopStatus
 from quaere.trace import ErrorEvent, StopDecision, TraceWriter
 
 ERROR_BLOCK_LIMIT = 3  # blocks for a broken set-up when no workspace holds a budget
@@ -33,15 +34,15 @@ class HookAnswer:
     text: str = ""
     """What the answer says, in no dialect: a blocked stop's reason, an allowed stop's message, the context
     added to a prompt or a tool result. In-process callers read this, never ``output``."""
-    goal_status: str = ""
-    """A stop's goal status as its decision was recorded (``met``, ``budget_spent``, a goal state, ``error``)."""
+    goal_status: StopStatus | None = None
+    """A stop's status as its decision was recorded; None on an answer to any other event."""
 
 
 def stop_decision(answer: HookAnswer, session: int = 0, reason: str | None = None) -> StopDecision:
     """The trace's record of a stop ``answer``: its decision and goal status as the answer carries them;
     ``reason`` when the record keeps a shorter text than the answer shows (default: the answer's text)."""
-    if answer.decision not in ("block", "allow"):
-        raise ValueError(f"not a stop answer: decision {answer.decision!r}")
+    if answer.decision not in ("block", "allow") or answer.goal_status is None:
+        raise ValueError(f"not a stop answer: decision {answer.decision!r}, status {answer.goal_status!r}")
     return StopDecision(session=session, decision=answer.decision, goal_status=answer.goal_status,
                         reason=answer.text if reason is None else reason)
 
@@ -65,7 +66,8 @@ def normalize_payload(payload: dict[str, Any]) -> dict[str, Any]:
 # -- answers in each agent's dialect --------------------------------------------------------------------
 
 
-def block_answer(agent: HookDialect, reason: str, stderr: str = "", goal_status: str = "") -> HookAnswer:
+def block_answer(agent: HookDialect, reason: str, stderr: str = "",
+                 goal_status: StopStatus | None = None) -> HookAnswer:
     spec = spec_of(agent)
     # A dialect that blocks by exit code reads stderr as the reason: never leave it empty.
     note = stderr or (reason if spec.block_exit_code else "")
@@ -73,7 +75,7 @@ def block_answer(agent: HookDialect, reason: str, stderr: str = "", goal_status:
                       text=reason, goal_status=goal_status)
 
 
-def allow_answer(message: str, stderr: str = "", goal_status: str = "") -> HookAnswer:
+def allow_answer(message: str, stderr: str = "", goal_status: StopStatus | None = None) -> HookAnswer:
     return HookAnswer({"systemMessage": message}, 0, stderr, "allow", text=message, goal_status=goal_status)
 
 
@@ -100,12 +102,12 @@ def broken_answer(
     used, limit = _count_error_block(state_dir, session_id)
     if used > limit:
         return allow_answer(f"{text}. The error budget ({limit} blocks) is spent: letting the agent stop.", text,
-                            goal_status="error")
+                            goal_status=StopStatus.ERROR)
     reason = (
         f"{text}. The goal could not be checked, so stopping is not accepted yet (block {used} of {limit}); "
         "fix the set-up (run `quaere goal` to see the problem)."
     )
-    return block_answer(agent, reason, text, goal_status="error")
+    return block_answer(agent, reason, text, goal_status=StopStatus.ERROR)
 
 
 def _count_error_block(state_dir: Path | StateFile | None, session_id: str) -> tuple[int, int]:

@@ -37,7 +37,7 @@ from quaere.hooks.state import HookBudget, HookState, StateFile, read_state, upd
 from quaere.hooks.transcript import new_assistant_texts
 from quaere.questions.phrases import read_words
 from quaere.questions.sources import ChosenQuestion, NoQuestion
-from quaere.records import Evaluation, Moment
+from quaere.records import Evaluation, Moment, StopStatus
 from quaere.task.spec import TaskSpec
 from quaere.trace import (
     AgentMessage,
@@ -164,7 +164,7 @@ def handle_stop(payload: dict[str, Any], deps: HookDeps) -> HookAnswer:
     status, problems = current_goal(deps)
     note = "\n".join(f"quaere: store: {p}" for p in problems)
     if status.met:
-        answer = allow_answer(render_goal(status, now), note, goal_status="met")
+        answer = allow_answer(render_goal(status, now), note, goal_status=StopStatus.MET)
         deps.trace.write(stop_decision(answer, session))
         return answer
     spent = state.budget_spent(now)
@@ -172,7 +172,7 @@ def handle_stop(payload: dict[str, Any], deps: HookDeps) -> HookAnswer:
         budget, limit, used = spent
         deps.trace.write(BudgetSpent(session=session, budget=budget, limit=limit, used=used))
         reason = f"quaere: {budget} budget spent ({used:g} of {limit:g}); stopping with the goal {status.state.value}."
-        answer = allow_answer(reason + "\n" + render_goal(status, now), note, goal_status="budget_spent")
+        answer = allow_answer(reason + "\n" + render_goal(status, now), note, goal_status=StopStatus.BUDGET_SPENT)
         deps.trace.write(stop_decision(answer, session, reason))
         return answer
     reason = render_goal(status, now)
@@ -183,7 +183,7 @@ def handle_stop(payload: dict[str, Any], deps: HookDeps) -> HookAnswer:
     if picked is not None:
         reason += f"\n\nQuestion: {picked.text}"
     update_state(deps.hook_state, lambda s: setattr(s, "blocks", s.blocks + 1))
-    answer = block_answer(deps.agent, reason, note, goal_status=status.state.value)
+    answer = block_answer(deps.agent, reason, note, goal_status=StopStatus(status.state.value))
     deps.trace.write(stop_decision(answer, session))
     return answer
 

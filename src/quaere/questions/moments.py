@@ -18,11 +18,10 @@ from collections.abc import Sequence
 
 from pydantic import Field
 
-from quaere.goal_records import GoalState
 from quaere.questions.check import Config, MomentCheck, MomentHit
 from quaere.questions.gains import SuspiciousGainConfig, check_suspicious_gain
 from quaere.questions.phrases import read_words
-from quaere.records import Moment
+from quaere.records import Moment, StopStatus
 from quaere.trace import AgentMessage, EvaluationDone, QuestionAsked, StopAttempt, StopDecision, TraceEvent
 
 PRIORITY = (
@@ -172,7 +171,7 @@ def _stop_justified(events: Events, stop_index: int, config: ClaimedLimitConfig)
     evaluation meets the target."""
     for event in events[stop_index + 1 :]:
         if isinstance(event, StopDecision):
-            return event.goal_status == GoalState.MET.value
+            return event.goal_status is StopStatus.MET
         if isinstance(event, StopAttempt):
             break
     return _meets_target(events, stop_index, config)

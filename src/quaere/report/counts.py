@@ -55,5 +55,5 @@ def stop_counts(events: Sequence[object]) -> StopCounts:
         attempts=sum(1 for e in events if isinstance(e, StopAttempt)),
         blocked=sum(1 for d in decisions if d.decision == "block"),
         allowed=sum(1 for d in decisions if d.decision == "allow"),
-        by_goal_status=_sorted(Counter(d.goal_status for d in decisions)),
+        by_goal_status=_sorted(Counter(d.goal_status.value for d in decisions)),
     )
