@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import select
 import signal
 import socket
 import subprocess
@@ -26,8 +25,9 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from quaere.evaluate import runner_wire
 from quaere.evaluate.cpu_accounting import Accounted, sched_ms
-from quaere.evaluate.exits import death_verdict, describe_exit
+from quaere.evaluate.exits import death_verdict, describe_exit, refusal_verdict
 from quaere.evaluate.protocol import (
     ArgSpec,
     ArmedReply,
@@ -41,8 +41,7 @@ from quaere.evaluate.protocol import (
 from quaere.records import Isolation, Verdict
 
 STDERR_TAIL_BYTES = 3000
-MAX_MESSAGE = 1 << 20
-SPIN_S = 0.2  # a GPU task's judge only: see _spin_receive
+SPIN_S = 0.2  # a GPU task's judge only: see runner_wire.receive
 M = TypeVar("M", bound=BaseModel)
 
 
@@ -271,49 +270,17 @@ class RunnerProcess:
         return reply
 
     def _send_and_receive(self, message: dict | None, timeout_s: float, fds: list[int] | None) -> dict:
-        if message is not None:
-            try:
-                if fds:
-                    socket.send_fds(self.channel, [json.dumps(message).encode()], fds)
-                else:
-                    self.channel.send(json.dumps(message).encode())
-            except OSError:
-                raise self._lost() from None
-        data = self._spin_receive(timeout_s)
-        if not data:
-            raise self._lost()
         try:
-            reply = json.loads(data)
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            raise self._tampered(f"unreadable reply: {data[:120]!r}") from None
-        if not isinstance(reply, dict):
-            raise self._tampered(f"a reply that is not an object: {data[:120]!r}")
-        return reply
-
-    def _spin_receive(self, timeout_s: float) -> bytes:
-        """The next reply: polled for up to SPIN_S (a woken process adds a scheduler delay that varies by
-        tens of microseconds, noise in the clock bound), then waited for until ``timeout_s``. A CPU task's
-        judge does not poll: there it takes a core from the kernel being timed, and on a small busy machine the
-        preempted round trips put an unchanged kernel's clock bound milliseconds off (tests/evaluate/
-        test_runner_idle.py)."""
-        started = time.perf_counter()
-        spin_s = SPIN_S if self.config.device == "cuda" else 0.0
-        while time.perf_counter() - started < min(spin_s, timeout_s):
-            try:
-                return self.channel.recv(MAX_MESSAGE, socket.MSG_DONTWAIT)
-            except BlockingIOError:
-                continue
-            except OSError:
-                return b""
-        remaining = max(0.0, timeout_s - (time.perf_counter() - started))
-        ready, _, _ = select.select([self.channel], [], [], remaining)
-        if not ready:
+            if message is not None:
+                runner_wire.send(self.channel, message, fds)
+            return runner_wire.receive(self.channel, timeout_s, SPIN_S if self.config.device == "cuda" else 0.0)
+        except runner_wire.WireTimeout:
             self.kill()
-            raise RunnerLost(Verdict.TIMED_OUT, f"no answer within {timeout_s:g} s; runner killed")
-        try:
-            return self.channel.recv(MAX_MESSAGE)
-        except OSError:
-            return b""
+            raise RunnerLost(Verdict.TIMED_OUT, f"no answer within {timeout_s:g} s; runner killed") from None
+        except runner_wire.WireClosed:
+            raise self._lost() from None
+        except runner_wire.WireGarbled as exc:
+            raise self._tampered(str(exc)) from None
 
     def _ok(self, reply: dict) -> None:
         if reply.get("ok") is not True:
@@ -328,15 +295,8 @@ class RunnerProcess:
             raise self._tampered(f"a reply that does not match the protocol: {exc.errors()[0]['msg']}") from None
 
     def _failed(self, reply: dict) -> RunnerLost:
-        if "load_error" in reply:
-            self.kill()
-            return RunnerLost(Verdict.CRASHED, str(reply["load_error"]))
-        if "fault" in reply:
-            self.kill()
-            verdict = Verdict.OUT_OF_MEMORY if reply.get("out_of_memory") else Verdict.CRASHED
-            return RunnerLost(verdict, f"device fault during the call: {reply['fault']}")
         self.kill()
-        return RunnerLost(Verdict.HARNESS_ERROR, f"runner refused a request: {reply.get('error')}")
+        return RunnerLost(*refusal_verdict(reply))
 
     def _tampered(self, why: str) -> RunnerLost:
         self.kill()
