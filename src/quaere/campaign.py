@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from quaere.agents.base import Agent
+from quaere.agents.base import Agent, EndReason
 from quaere.agents.config import CampaignConfig
 from quaere.agents.display import Display, NullDisplay
 from quaere.agents.state import CampaignState, CampaignStatus, StateError, load_state, save_state
@@ -71,11 +71,11 @@ def prepare_workspace(
     if state.session_open:
         last = max((e.session for e in events), default=state.sessions_started)
         TraceWriter(workspace.trace, secrets=config.secret_values()).write(
-            SessionEnd(session=last, reason="interrupted")
+            SessionEnd(session=last, reason=EndReason.INTERRUPTED)
         )
         state.session_open = False
     state.status = CampaignStatus.RUNNING
-    state.finished_reason = ""
+    state.finished_reason = None
     state.wall_s_before = state.wall_s
     state.runs += 1
     state.config = config.persistable()

@@ -190,7 +190,7 @@ class CampaignRun:
         try:
             outcome = self.agent.run_session(self.ws.root, opening, hooks, self.limits())
         except KeyboardInterrupt:
-            self.end_session("interrupted")
+            self.end_session(EndReason.INTERRUPTED)
             raise
         self.counters.cost_usd += outcome.cost_usd or 0.0
         if outcome.reason is EndReason.ERROR:
@@ -200,7 +200,7 @@ class CampaignRun:
         if not self.stop_allowed():
             detail = f"{outcome.reason.value}{': ' + outcome.detail if outcome.detail else ''}"
             self.writer.write(SessionUnchecked(session=self.session, reason=detail))
-        self.end_session(outcome.reason.value)
+        self.end_session(outcome.reason)
         return outcome
 
     def stop_allowed(self) -> bool:
@@ -212,14 +212,14 @@ class CampaignRun:
         cost = self.config.budgets.cost_usd
         return SessionLimits(cost_usd=None if cost is None else max(cost - self.counters.cost_usd, 0.0))
 
-    def end_session(self, reason: str) -> None:
+    def end_session(self, reason: EndReason) -> None:
         self.writer.write(SessionEnd(session=self.session, reason=reason))
         self.state.session_open = False
         self.changed()
 
     def finish(self, reason: CampaignEnd) -> CampaignResult:
         self.state.status = CampaignStatus.FINISHED
-        self.state.finished_reason = reason.value
+        self.state.finished_reason = reason
         self.changed()
         return self.result(reason)
 

@@ -296,3 +296,25 @@ class StopStatus(str, Enum):
     NO_EVALUATION = "no_evaluation"
     BUDGET_SPENT = "budget_spent"  # a campaign budget ran out: the stop is allowed with the goal unmet
     ERROR = "error"  # the goal could not be checked (the hook failed): blocked, then allowed past a small budget
+
+
+class EndReason(str, Enum):
+    """Why a session ended."""
+
+    COMPLETED = "completed"  # the agent stopped and the Stop hook let it through
+    GOAL_MET = "goal_met"  # the stop went through because the goal holds
+    BUDGET = "budget"  # a campaign budget (tool calls, wall time, cost, blocks) ended it
+    ERROR = "error"  # the backend failed (API error, crashed CLI); detail says what
+    INTERRUPTED = "interrupted"  # Ctrl-C or a killed process (recorded on resume)
+
+
+class CampaignEnd(str, Enum):
+    """Why a run of the campaign ended: the goal, one of the budgets by name, or an error."""
+
+    GOAL_MET = "goal_met"
+    SESSIONS = "sessions"
+    TOOL_CALLS = "tool_calls"
+    WALL_S = "wall_s"
+    COST_USD = "cost_usd"
+    BLOCKS = "blocks"
+    ERROR = "error"  # the agent's backend failed several sessions in a row (or before starting)

@@ -16,7 +16,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from quaere.jsonl import append_line, read_lines
-from quaere.records import MethodKind, Moment, QuestionKind, StopStatus
+from quaere.records import EndReason, MethodKind, Moment, QuestionKind, StopStatus
 
 MAX_TEXT_CHARS = 4000
 
@@ -34,7 +34,7 @@ class SessionStart(Event):
 
 class SessionEnd(Event):
     type: Literal["session_end"] = "session_end"
-    reason: str = Field(description="Why it ended: completed, goal_met, budget, interrupted, error.")
+    reason: EndReason = Field(description="Why the session ended.")
 
 
 class AgentMessage(Event):

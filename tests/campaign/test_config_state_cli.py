@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from quaere.agents.base import CampaignEnd
 from quaere.agents.config import CampaignConfig, config_from_env, config_from_saved
 from quaere.agents.display import CampaignView, RichDisplay, best_by_group
 from quaere.agents.state import CampaignState, StateError, load_state, save_state
@@ -51,6 +52,17 @@ def test_state_is_written_whole_and_a_damaged_one_is_named(tmp_path: Path) -> No
         load_state(path)
     with pytest.raises(StateError, match="start one without --resume"):
         load_state(tmp_path / "missing.json")
+
+
+def test_why_a_campaign_finished_is_a_named_end_and_older_files_still_load(tmp_path: Path) -> None:
+    path = tmp_path / "campaign.json"
+    path.write_text('{"config": {}, "status": "finished", "finished_reason": "tool_calls"}')
+    assert load_state(path).finished_reason is CampaignEnd.TOOL_CALLS
+    path.write_text('{"config": {}, "status": "running", "finished_reason": ""}')  # as written before 2026-12-04
+    assert load_state(path).finished_reason is None
+    path.write_text('{"config": {}, "status": "finished", "finished_reason": "bored"}')
+    with pytest.raises(StateError, match=r"campaign.json: field 'finished_reason'"):
+        load_state(path)
 
 
 def test_best_ratio_per_group_counts_only_correct_evaluations() -> None:

@@ -10,33 +10,13 @@ the scripted replayer) drives the same four calls, so the campaign never knows w
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
 from pathlib import Path
 from typing import Any, Protocol
 
+from quaere.records import CampaignEnd, EndReason
 from quaere.trace import Event
 
-
-class EndReason(str, Enum):
-    """Why a session ended."""
-
-    COMPLETED = "completed"  # the agent stopped and the Stop hook let it through
-    GOAL_MET = "goal_met"  # the stop went through because the goal holds
-    BUDGET = "budget"  # a campaign budget (tool calls, wall time, cost, blocks) ended it
-    ERROR = "error"  # the backend failed (API error, crashed CLI); detail says what
-    INTERRUPTED = "interrupted"  # Ctrl-C or a killed process (recorded on resume)
-
-
-class CampaignEnd(str, Enum):
-    """Why a run of the campaign ended: the goal, one of the budgets by name, or an error."""
-
-    GOAL_MET = "goal_met"
-    SESSIONS = "sessions"
-    TOOL_CALLS = "tool_calls"
-    WALL_S = "wall_s"
-    COST_USD = "cost_usd"
-    BLOCKS = "blocks"
-    ERROR = "error"  # the agent's backend failed several sessions in a row (or before starting)
+__all__ = ["CampaignEnd", "EndReason"]  # their home is quaere.records (the trace records them); named here too
 
 
 @dataclass(frozen=True)

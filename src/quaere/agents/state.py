@@ -13,11 +13,12 @@ import os
 import uuid
 from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 from quaere.jsonl import read_json_file
+from quaere.records import CampaignEnd
 from quaere.validation import describe_first
 
 
@@ -40,7 +41,10 @@ class CampaignState(BaseModel):
         default_factory=lambda: uuid.uuid4().hex[:12], description="Names the sessions of this campaign uniquely."
     )
     status: CampaignStatus = CampaignStatus.RUNNING
-    finished_reason: str = Field(default="", description="goal_met, or the name of the budget that ran out.")
+    finished_reason: Annotated[CampaignEnd | None, BeforeValidator(lambda v: v or None)] = Field(
+        default=None, description="Why the campaign finished; None while it has not (files written before 2026-12-04 "
+        "say '')."
+    )
     sessions_started: int = Field(default=0, description="Number of the last session started (1-based).")
     session_open: bool = Field(default=False, description="A session started and has not ended.")
     tool_calls: int = 0
