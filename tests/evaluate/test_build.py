@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import os
 import shutil
 import subprocess
 import sys
@@ -72,3 +73,17 @@ def test_the_confinement_wrapper_names_what_is_wrong_with_its_roots(roots: str, 
                           text=True, timeout=60)
     assert done.returncode == 2 and "ran" not in done.stdout
     assert "'reads' and 'writes'" in done.stderr and named in done.stderr and "Traceback" not in done.stderr
+
+
+def test_the_build_runs_in_the_environment_it_is_handed(cpu_task, tmp_path: Path) -> None:
+    """The caller's environment, not this process's: a variable only in ``env`` reaches the command, with its
+    TMPDIR pointed at the build's scratch folder."""
+    spec = cpu_task.spec.model_copy(update={"build": 'test "$QUAERE_BUILD_MARK" = handed && '
+                                                     'case "$TMPDIR" in */builds/*) ;; *) exit 9;; esac && '
+                                                     + cpu_task.spec.build})
+    env = {**os.environ, "QUAERE_BUILD_MARK": "handed"}
+    assert "QUAERE_BUILD_MARK" not in os.environ
+    assert build_source(spec, cpu_task.initial_kernel, tmp_path / "builds", cpu_task.folder,
+                        env=env).status is BuildStatus.OK
+    refused = build_source(spec, cpu_task.initial_kernel, tmp_path / "other" / "builds", cpu_task.folder)
+    assert refused.status is BuildStatus.BUILD_FAILED and "status 1" in refused.log_tail

@@ -18,10 +18,11 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from quaere.evaluate import isolation
+from quaere.evaluate.options import process_environment
 from quaere.messages import printable
 from quaere.records import BuildResult, BuildStatus
 from quaere.task.spec import TaskSpec
@@ -140,24 +141,27 @@ def _toolchain_folders(path: str) -> list[str]:
     return folders
 
 
-def _confined(command: str, source: Path, workdir: Path, scratch: Path, unreadable: Iterable[str]) -> list[str]:
+def _confined(command: str, source: Path, workdir: Path, scratch: Path, unreadable: Iterable[str],
+              env: Mapping[str, str]) -> list[str]:
     """The build command under Landlock: it reads the system, toolchain (``PATH``) and Python folders, the task folder
     and the source's folder (less ``unreadable``), and writes only its scratch folder (its TMPDIR too) and ``/dev``'s
     plain nodes (``landlock.dev_entries``). A candidate's ``#include`` of another file (the service's signing key,
     which a compiler error would quote into the record) then fails. The wrapper starts in the scratch folder (nothing
     there shadows a module) and changes to ``workdir`` before the command."""
-    reads = isolation.read_roots([str(source)], os.environ, str(scratch), unreadable,
-                                 folders=[str(workdir), *_toolchain_folders(os.environ.get("PATH", ""))])
+    reads = isolation.read_roots([str(source)], env, str(scratch), unreadable,
+                                 folders=[str(workdir), *_toolchain_folders(env.get("PATH", ""))])
     return isolation.confined_command(f"cd {shlex.quote(str(workdir))} && {command}", reads, (str(scratch), "/dev"))
 
 
 def build_source(
     spec: TaskSpec, source: Path, cache_dir: Path, workdir: Path, timeout_s: float = 900.0,
-    unreadable: Iterable[str] = (),
+    unreadable: Iterable[str] = (), env: Mapping[str, str] | None = None,
 ) -> BuildResult:
     """Build ``source`` with the task's command (run in ``workdir``, the task folder, confined: see
-    :func:`_confined`); never raises on a compile error, a missing compiler or a timeout: those are
+    :func:`_confined`), in ``env`` (None: :func:`~quaere.evaluate.options.process_environment`) with ``TMPDIR`` set
+    to its scratch folder; never raises on a compile error, a missing compiler or a timeout: those are
     ``BUILD_FAILED`` with the log's tail."""
+    env = process_environment() if env is None else env
     source = source.resolve()
     source_bytes = source.read_bytes()
     key = build_key(spec.build, source_bytes)
@@ -173,8 +177,8 @@ def build_source(
     started = time.monotonic()
     try:
         run = subprocess.run(
-            _confined(command, source, workdir, scratch, unreadable), cwd=scratch, stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT, timeout=timeout_s, check=False, env={**os.environ, "TMPDIR": str(scratch)},
+            _confined(command, source, workdir, scratch, unreadable, env), cwd=scratch, stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, timeout=timeout_s, check=False, env={**env, "TMPDIR": str(scratch)},
         )
         log, code = run.stdout.decode(errors="replace"), run.returncode
     except subprocess.TimeoutExpired as exc:
