@@ -125,8 +125,9 @@ class Timing(Record):
     median_ms: MaybeFloat = math.nan
     spread_ms: MaybeFloat = Field(default=math.nan, description="Interquartile range of the samples.")
     tflops: MaybeFloat = math.nan
-    overhead_ms: MaybeFloat = Field(default=math.nan, description="Native implementations: median of the judge's "
-                                    "wall time per call minus the claimed device time (the clock bound's input).")
+    overhead_ms: MaybeFloat = Field(default=math.nan, description="Native implementations: lower quartile of the "
+                                    "judge's wall time per call minus the claimed device time, over the calls at or "
+                                    "below the median claim (the clock bound's input for a candidate).")
     drain_ms: MaybeFloat = Field(default=math.nan, description="Native implementations: median time device work "
                                  "went on after the timed interval's end event.")
     cpu_overhead_ms: MaybeFloat = Field(default=math.nan, description="Native implementations of a CPU task: "
@@ -141,7 +142,8 @@ class Timing(Record):
                                     "CPU-time bound takes each claim to hold this share of stolen time).")
     span_overhead_ms: MaybeFloat = Field(default=math.nan, description="Native implementations on a GPU: lower "
                                          "quartile of the judge's own device-timeline span per call minus the "
-                                         "claimed device time (judged where the task sets timing.span_abs_ms).")
+                                         "claimed device time, over the same calls as overhead_ms (judged where "
+                                         "the task sets timing.span_abs_ms).")
     close_overhead_ms: MaybeFloat = Field(default=math.nan, description="Native implementations on a GPU: the "
                                           "same, on the span that ends at the judge's close mark, right behind the "
                                           "call's work on the device (judged where the task sets "

@@ -151,6 +151,16 @@ def forged_claims(factor: float, route: str = PYTHON_IN_RUNNER) -> str:
 
 
 
+def forged_majority(factor: float, every: int, of: int, route: str = PYTHON_IN_RUNNER) -> str:
+    """C++ whose constructor rewrites the runner's Python so that ``every`` of each ``of`` consecutive timed calls
+    (more than half) claims ``factor`` of its time and the others claim the truth: the median claim, which is the
+    reported time, moves by the whole forgery while a quarter of the calls stay honest."""
+    return call_rewrite("    if 'device_ms' in reply:\n"
+                        "        _call.n = getattr(_call, 'n', 0) + 1\n"
+                        f"        if _call.n % {of} < {every}: reply['device_ms'] = reply['device_ms'] * {factor}\n",
+                        route=route)
+
+
 def wait_rewrite(loop: str) -> str:
     """C++ for a load-time constructor that rewrites the runner's wait for a message to run ``loop`` first (C
     string literal lines of Python, indented by four, that may call ``_ahead()`` and read ``channel``), and its
@@ -381,6 +391,8 @@ ENTRY {
     "forge_plain": forged_claims(0.5, PYTHON_PLAIN) + "ENTRY { return honest_softmax(x, y, rows, cols); }\n",
     # The same, by 8%: inside the judge's wall-clock slack on a CPU task (10%), not its CPU-time bound.
     "forge_small": forged_claims(0.92) + "ENTRY { return honest_softmax(x, y, rows, cols); }\n",
+    # Three calls in five claim 70% of their time, the others the truth (see forged_majority).
+    "forge_majority": forged_majority(0.7, 3, 5) + "ENTRY { return honest_softmax(x, y, rows, cols); }\n",
     # Rewrites the runner's Python at load time so that calls say 'done, status 0' without running.
     "skip_call": PYTHON_IN_RUNNER + r"""
 __attribute__((constructor)) static void forge() {

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .candidates import PYTHON_IN_RUNNER, c_lines, call_rewrite, forged_claims, wait_rewrite
+from .candidates import PYTHON_IN_RUNNER, c_lines, call_rewrite, forged_claims, forged_majority, wait_rewrite
 
 KERNEL = Path(__file__).resolve().parents[2] / "kernels" / "flash_attention_hopper.cu"
 ENTRY = 'extern "C" int attention_forward('
@@ -257,6 +257,9 @@ ATTACKS = {
     # Claims 10% less than its device time: on a 0.1-0.3 ms call that is 10-30 us, inside the host clock's
     # 50 us slack, so only a bound on a finer clock sees it.
     "forge_small": forged_claims(0.9) + f"{SIGNATURE} {{ return {CALL}; }}\n",
+    # Three calls in five claim 70% of their time, the others the truth: the median claim (the reported time) is
+    # 30% short while the lowest quarter of (span - claim) over all calls is the honest calls' (forged_majority).
+    "forge_majority": forged_majority(0.7, 3, 5) + CALL_ONLY,
     # The work done ahead of the call, on inputs seen as soon as they exist (see PRECOMPUTE).
     "precompute": PRECOMPUTE,
     # The close word (quaere.evaluate.close_word) written at once on an idle private stream instead of behind the

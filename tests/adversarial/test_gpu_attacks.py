@@ -26,7 +26,9 @@ CONFIGS = frozenset({"d128-h16-s512-noncausal", "d128-h16-s2048-causal", "d64-h3
 # forge_small (a claim 10% short) and hidden_tail (15 us of work left on a private stream) stay inside the host
 # clock's 50 us, the host-closed span's 50 us and the drain's 30 us slack on the short configurations; the close
 # mark's span (quaere.evaluate.close_word, 8 us slack) caught both on every configuration measured (H200,
-# 2026-12-04: +11 to +94 us). Below about 8 us a call, a claim still goes unseen (docs/security.md).
+# 2026-12-04: +11 to +94 us). Below about 8 us a call, a claim still goes unseen (docs/security.md). forge_majority
+# forges three calls in five, so that the lowest quarter of (span - claim) over every call is the honest calls': the
+# bounds read the calls at or below the median claim (H200, 2026-12-04: close span +40 to +281 us).
 
 
 @pytest.fixture(scope="module")
@@ -78,6 +80,7 @@ def test_the_shipped_kernel_is_not_flagged(shipped) -> None:
                                                  ("no_word", TimingStatus.HIDDEN_WORK),
                                                  ("early_word", TimingStatus.HIDDEN_WORK),
                                                  ("forge_small", TimingStatus.HIDDEN_WORK),
+                                                 ("forge_majority", TimingStatus.HIDDEN_WORK),
                                                  ("hidden_tail", TimingStatus.HIDDEN_WORK)])
 def test_attack_gets_its_verdict(fa_task, options: EvalOptions, tmp_path: Path, attack: str,
                                  verdict: TimingStatus) -> None:

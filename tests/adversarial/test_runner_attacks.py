@@ -200,6 +200,20 @@ def test_a_claim_8_percent_short_is_caught_by_the_runners_cpu_time(task: Task, c
         assert "CPU time" in candidate.detail
 
 
+def test_claims_forged_on_three_calls_in_five_are_hidden_work(task: Task, cache: Path, one: Path,
+                                                             tmp_path: Path) -> None:
+    """The reported time is the median claim: forging a majority of the calls moves it by the whole forgery (30%
+    here) while the other calls stay honest. Every bound judges the calls at or below the median claim."""
+    evaluation = run_evaluation(task, write_candidate(tmp_path, "forge_majority"), timed(cache, one))
+    assert evaluation.correct
+    bench = evaluation.benchmarks[0]
+    candidate = bench.timing("candidate")
+    if busy(bench, task):
+        assert candidate.status in (TimingStatus.HIDDEN_WORK, TimingStatus.UNVERIFIED), candidate
+    else:
+        assert candidate.status is TimingStatus.HIDDEN_WORK, candidate
+
+
 def test_work_done_between_calls_on_inputs_already_written_is_hidden_work(task: Task, cache: Path, one: Path,
                                                                          tmp_path: Path) -> None:
     """The runner's wait for a request, rewritten to compute the next output once the judge has written the

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+from quaere.evaluate import stats
 from quaere.evaluate.clock_bound import CallTimes, doubt, hidden_work
 from quaere.evaluate.judge_reps import rep_seed
 from quaere.evaluate.shared import BufferPool
@@ -124,6 +125,33 @@ def test_an_honest_kernel_within_the_close_spans_measured_spread_passes() -> Non
     honest = impl([0.123] * 40, overhead=0.60, span_overhead=1.05, close_overhead=1.0076, tail=15)
     assert math.isclose(honest.close_overhead_ms(), 1.0076)
     assert hidden_work(honest, reference, CLOSE_RULE) == ""
+
+
+def shaved(works_ms: list[float], share: float, every: int, of: int, close_overhead: float) -> CallTimes:
+    """Calls of ``works_ms`` of real work, closed ``close_overhead`` after it on the judge's device timeline, whose
+    claims are ``share`` short on ``every`` of each ``of`` consecutive calls and honest on the others."""
+    calls = CallTimes()
+    for index, work in enumerate(works_ms):
+        claim = work * (1 - share) if index % of < every else work
+        calls.add(work + 0.70, claim, 0.005, work + 1.05, math.nan, math.nan, work + close_overhead)
+    return calls
+
+
+def test_claims_forged_on_a_majority_of_calls_are_caught_though_the_rest_are_honest() -> None:
+    """The reported time is the median claim, so a runner need only forge more than half of its calls; the lowest
+    quarter of (close span - claim) over every call would still be honest calls' (simulated on the H200's calls:
+    unseen on 24 of 26 configurations). The bound looks at the calls at or below the median claim."""
+    works = [0.123 + 0.0005 * ((7 * i) % 11) for i in range(40)]  # 123-128 us of real work, in no order
+    reference = impl([0.34] * 40, overhead=0.70, span_overhead=1.05, close_overhead=1.004)
+    honest = shaved(works, 0.3, 0, 5, close_overhead=1.006)
+    majority = shaved(works, 0.3, 3, 5, close_overhead=1.006)  # 60% of the calls 30% short
+    assert stats.median(majority.claims_ms) < 0.75 * stats.median(honest.claims_ms)  # the figure it would get
+    assert hidden_work(honest, reference, CLOSE_RULE) == ""
+    assert "up to its close mark, spanned" in hidden_work(majority, reference, CLOSE_RULE)
+    assert "the 20 calls of 40 at or below the median claim" in hidden_work(majority, reference, CLOSE_RULE)
+    minority = shaved(works, 0.3, 2, 5, close_overhead=1.006)  # 40%: the median barely moves, and is caught anyway
+    assert stats.median(minority.claims_ms) > 0.98 * stats.median(honest.claims_ms)
+    assert hidden_work(minority, reference, CLOSE_RULE) != ""
 
 
 def test_the_close_span_is_recorded_not_judged_unless_the_task_says() -> None:

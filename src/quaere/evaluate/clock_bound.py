@@ -83,14 +83,15 @@ class CallTimes:
         self.queued_ms.append(queued_ms)
         self.closes_ms.append(close_ms)
 
-    def overhead_ms(self) -> float:
-        """Lower quartile of (judge's wall time - claimed time).
+    def overhead_ms(self, figure: bool = True) -> float:
+        """Lower quartile of (judge's wall time - claimed time) over the calls the figure is made of
+        (:meth:`figure_calls`), or over every call (``figure`` False: see :func:`doubt`).
 
         The lower quartile, not the median: scheduling delays on the host only ever add to a call's wall
         time, in a tail that differs between runs (measured on the H200: medians of two honest kernels
         differ by up to 45 us, lower quartiles by 9 us), while hidden work or a forged claim shifts every
         call."""
-        return stats.quantile([w - c for w, c in zip(self.walls_ms, self.claims_ms, strict=True)], 0.25)
+        return self._excess_quartile(self.walls_ms, figure)
 
     def cpu_overhead_ms(self, steal_share: float = 0.0, waits: bool = True) -> float:
         """Median of (the runner's CPU time + its waits for a core + ``steal_share`` of the claim - the claim)
@@ -111,25 +112,44 @@ class CallTimes:
         waits = [q for q in self.queued_ms if not math.isnan(q)]
         return stats.median(waits) if waits else math.nan
 
-    def span_overhead_ms(self) -> float:
-        """Lower quartile of (the judge's device-timeline span - claimed time); NaN without spans.
+    def span_overhead_ms(self, figure: bool = True) -> float:
+        """Lower quartile of (the judge's device-timeline span - claimed time), over the calls as
+        :meth:`overhead_ms`; NaN without spans.
 
         On the H200 it comes out ~400 us, not the ~40 us of a context switch and a reply (inferred: the cover
         ends long before the runner's work starts; ``docs/security.md``), but it moves less between two
         honest kernels than the wall clock's overhead does on short calls (at most 29 us over three runs of
         the 26 attention configurations), so a task that measured that may judge it (``span_abs_ms``)."""
-        return self._excess_quartile(self.spans_ms)
+        return self._excess_quartile(self.spans_ms, figure)
 
 
-    def close_overhead_ms(self) -> float:
+    def close_overhead_ms(self, figure: bool = True) -> float:
         """Lower quartile of (the span to the judge's close mark - claimed time); NaN without close marks. The
         same statistic as :meth:`span_overhead_ms`, on a span whose end no host wake-up delays."""
-        return self._excess_quartile(self.closes_ms)
+        return self._excess_quartile(self.closes_ms, figure)
 
-    def _excess_quartile(self, measured_ms: list[float]) -> float:
-        """Lower quartile of (measured - claimed) over the calls where the judge measured something; NaN if none."""
-        pairs = [m - c for m, c in zip(measured_ms, self.claims_ms, strict=True) if not math.isnan(m)]
+    def _excess_quartile(self, measured_ms: list[float], figure: bool) -> float:
+        """Lower quartile of (measured - claimed) over the figure's calls (every call unless ``figure``) where the
+        judge measured something; NaN if none."""
+        calls = self.figure_calls() if figure else range(len(self.claims_ms))
+        pairs = [measured_ms[i] - self.claims_ms[i] for i in calls if not math.isnan(measured_ms[i])]
         return stats.quantile(pairs, 0.25) if pairs else math.nan
+
+    def figure_calls(self) -> list[int]:
+        """The calls whose claim is at or below the median claim: those the reported time (the median) is made of.
+
+        A bound over every call let a runner forge a majority: claims short on, say, 60% of the calls move the
+        median claim by as much as they are short, while the lowest quarter of (measured - claim) still comes from
+        the honest 40%. Simulated on the H200's honest calls of 2026-12-04 (``docs/runs/2026-12-04/s27/``): a 30%
+        shave of 60% of the calls (the median 1.43x faster) passed the close bound on 24 of 26 configurations. Over
+        the lower half of the claims every such call is counted, so the quartile moves with the median. The trusted
+        kernel's claims are true, so it is read over every call (more samples: its lower half of 8 calls on a long
+        configuration made a noisy reference). The shipped kernel's lower half against the initial kernel's every
+        call, replayed from the H200's call logs: close span -4.4 to +2.7 us over one run of the 26 configurations
+        (all calls against all calls: -4.9 to +2.4); wall clock -49 to +15 us and device span -82 to +28 us over
+        three."""
+        middle = stats.median(self.claims_ms)
+        return [i for i, claim in enumerate(self.claims_ms) if claim <= middle]
 
 
 def _slack_ms(relative: float, device_ms: float, absolute_ms: float) -> float:
@@ -160,16 +180,18 @@ def doubt(impl: CallTimes, reference: CallTimes | None, timing: TimingRule, stea
     def slack(absolute_ms: float, relative: float = timing.hidden_work_rel) -> float:
         return _slack_ms(relative, device_ms, absolute_ms)
 
-    bounds = [("the judge's clock saw", impl.overhead_ms() - reference.overhead_ms(), slack(timing.hidden_work_abs_ms))]
+    # The candidate over the calls its figure is made of, the trusted kernel over all its own (CallTimes.figure_calls).
+    bounds = [("the judge's clock saw", impl.overhead_ms() - reference.overhead_ms(figure=False),
+               slack(timing.hidden_work_abs_ms))]
     if timing.span_abs_ms is not None:
-        bounds.append(("the judge's device timeline spanned", impl.span_overhead_ms() - reference.span_overhead_ms(),
-                       slack(timing.span_abs_ms)))
+        bounds.append(("the judge's device timeline spanned",
+                       impl.span_overhead_ms() - reference.span_overhead_ms(figure=False), slack(timing.span_abs_ms)))
     if timing.close_abs_ms is not None:
         bounds.append(("the judge's device timeline, up to its close mark, spanned",
-                       impl.close_overhead_ms() - reference.close_overhead_ms(),
+                       impl.close_overhead_ms() - reference.close_overhead_ms(figure=False),
                        slack(timing.close_abs_ms, timing.close_rel)))
     for seen, excess_ms, slack_ms in bounds:
-        why = _quartile_bound(seen, excess_ms, slack_ms, len(impl.claims_ms))
+        why = _quartile_bound(seen, excess_ms, slack_ms, len(impl.figure_calls()), len(impl.claims_ms))
         if why:
             return Doubt(TimingStatus.HIDDEN_WORK, why)
     return None
@@ -217,11 +239,12 @@ def _cpu_doubt(impl: CallTimes, reference: CallTimes, slack_ms: float, steal_sha
                  "and waits less its claim); time it again on a quieter machine")
 
 
-def _quartile_bound(seen: str, excess_ms: float, slack_ms: float, calls: int) -> str:
+def _quartile_bound(seen: str, excess_ms: float, slack_ms: float, figure: int, calls: int) -> str:
     """The form the wall-clock and device-timeline bounds share: the candidate's lower quartile of (what the
-    judge measured - claim) above the trusted kernel's by more than the slack."""
+    judge measured - claim), over the calls at or below its median claim, above the trusted kernel's (over all its
+    calls) by more than the slack."""
     if excess_ms > slack_ms:
         return (f"{seen} {excess_ms * 1e3:.0f} us more per call than the claimed device time accounts for, beyond "
-                f"the trusted initial kernel's (lower quartile of {calls} calls, slack {slack_ms * 1e3:.0f} us): work "
-                "outside the timed interval, or a forged time")
+                f"the trusted initial kernel's (lower quartile of the {figure} calls of {calls} at or below the median "
+                f"claim; slack {slack_ms * 1e3:.0f} us): work outside the timed interval, or a forged time")
     return ""

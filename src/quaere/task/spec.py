@@ -48,8 +48,9 @@ class TimingRule(Strict):
     flush_l2: bool = True
     """Overwrite a buffer larger than the last-level cache before every repetition."""
     hidden_work_abs_ms: float = Field(default=0.05, ge=0)
-    """Slack of the judge's wall-clock bound: a candidate's lower quartile of (wall time - claimed device time) may
-    exceed the initial kernel's by this much, or by ``hidden_work_rel`` of its device time if larger;
+    """Slack of the judge's wall-clock bound: a candidate's lower quartile of (wall time - claimed device time), over
+    its calls at or below its median claim (those its reported median is made of), may exceed the initial kernel's
+    (over all its calls) by this much, or by ``hidden_work_rel`` of its device time if larger;
     beyond it the timing is ``hidden_work``. Measured on the H200 (52 configurations, two runs): two honest
     kernels differ by up to 25 us; 50 us is twice that. A CPU task that leaves it out gets
     :data:`CPU_TIMING_SLACK`'s instead (as ``hidden_work_rel`` and ``drain_abs_ms``)."""
@@ -73,7 +74,8 @@ class TimingRule(Strict):
     """Relative part of the same slack (a fraction of the candidate's median claimed time)."""
     span_abs_ms: float | None = Field(default=None, ge=0)
     """GPU tasks: slack of the bound on the judge's own device-timeline span around each call. A candidate's
-    lower quartile of (span - claimed time) may exceed the initial kernel's by this much, or by
+    lower quartile of (span - claimed time), over the same calls as ``hidden_work_abs_ms``'s, may exceed the initial
+    kernel's by this much, or by
     ``hidden_work_rel`` of its device time if larger, before it is ``hidden_work``. ``None`` (the default):
     recorded, not judged; set it only where it was measured for the task's kernels, since the span's honest
     spread is not known in general (flash_attention_hopper on the H200: at most 29 us over 78 configuration
@@ -81,7 +83,8 @@ class TimingRule(Strict):
     close_abs_ms: float | None = Field(default=None, ge=0)
     """GPU tasks: slack of the bound on the judge's device-timeline span from the window's opening to its close
     mark, which its stream reaches on the device right behind the call's work (``quaere.evaluate.close_word``). A
-    candidate's lower quartile of (that span - claimed time) may exceed the initial kernel's by this much, or by
+    candidate's lower quartile of (that span - claimed time), over the same calls as ``hidden_work_abs_ms``'s, may
+    exceed the initial kernel's by this much, or by
     ``close_rel`` of its device time if larger, before it is ``hidden_work``. ``None`` (the default): recorded,
     not judged; set it where its honest spread was measured for the task's kernels (docs/security.md)."""
     close_rel: float = Field(default=0.005, ge=0)

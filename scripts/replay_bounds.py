@@ -1,0 +1,39 @@
+"""Replay the judge's clock bound on call logs a device recorded (``EvalOptions.call_log``, e.g. the
+``calls-*.jsonl.gz`` under ``docs/runs/``), with a task's timing rule: per configuration, the candidate's excess over
+the trusted kernel on each bound and the verdict. Checks a change of the bound, or a new task's slack, without a GPU.
+
+    .venv/bin/python scripts/replay_bounds.py [--task flash_attention_hopper] LOG [LOG ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+from pathlib import Path
+
+from quaere.evaluate.call_log import read_call_log, replay
+from quaere.task.loader import load_task
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("logs", nargs="+", type=Path)
+    parser.add_argument("--task", default="flash_attention_hopper")
+    args = parser.parse_args()
+    rule = load_task(args.task).spec.timing
+    for path in args.logs:
+        with (gzip.open(path, "rt") if path.suffix == ".gz" else path.open()) as log:
+            calls = read_call_log(log, str(path))
+        verdicts = replay(calls, rule)
+        print(f"{path}: {sum(d is None for d in verdicts.values())} of {len(verdicts)} believed")
+        for scenario, doubt in verdicts.items():
+            impl, ref = calls[(scenario, "candidate")], calls[(scenario, "initial")]
+            excess = {name: (getattr(impl, f)() - getattr(ref, f)(figure=False)) * 1e3
+                      for name, f in (("wall", "overhead_ms"), ("span", "span_overhead_ms"),
+                                      ("close", "close_overhead_ms"))}
+            cells = " ".join(f"{name}+ {value:7.1f}" for name, value in excess.items())
+            print(f"  {scenario:30s} {cells} us  {doubt.status.value if doubt else 'believed'}")
+
+
+if __name__ == "__main__":
+    main()
