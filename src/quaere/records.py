@@ -126,8 +126,9 @@ class Timing(Record):
     spread_ms: MaybeFloat = Field(default=math.nan, description="Interquartile range of the samples.")
     tflops: MaybeFloat = math.nan
     overhead_ms: MaybeFloat = Field(default=math.nan, description="Native implementations: lower quartile of the "
-                                    "judge's wall time per call minus the claimed device time, over the calls at or "
-                                    "below the median claim (the clock bound's input for a candidate).")
+                                    "judge's wall time per call minus the claimed device time, as the clock bound "
+                                    "reads it: a candidate's over its calls at or below its median claim, the "
+                                    "trusted initial kernel's over all its calls.")
     drain_ms: MaybeFloat = Field(default=math.nan, description="Native implementations: median time device work "
                                  "went on after the timed interval's end event.")
     cpu_overhead_ms: MaybeFloat = Field(default=math.nan, description="Native implementations of a CPU task: "
