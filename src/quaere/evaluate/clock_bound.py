@@ -140,8 +140,9 @@ class CallTimes:
 
         A bound over every call let a runner forge a majority: claims short on, say, 60% of the calls move the
         median claim by as much as they are short, while the lowest quarter of (measured - claim) still comes from
-        the honest 40%. Simulated on the H200's honest calls of 2026-12-04 (``docs/runs/2026-12-04/s27/``): a 30%
-        shave of 60% of the calls (the median 1.43x faster) passed the close bound on 24 of 26 configurations. Over
+        the honest 40%. Made from the H200's honest calls of 2026-12-04 (``tests/evaluate/test_call_log.py``), three
+        calls in five claiming 70% of their time (the median 1.43x faster) passed the close bound on 25 of 26
+        configurations. Over
         the lower half of the claims every such call is counted, so the quartile moves with the median. The trusted
         kernel's claims are true, so it is read over every call (more samples: its lower half of 8 calls on a long
         configuration made a noisy reference). The shipped kernel's lower half against the initial kernel's every
