@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import gzip
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -62,3 +64,11 @@ def test_a_line_that_is_not_the_judges_record_is_named() -> None:
         read_call_log([good, '{"scenario": "s", "impl": "initial", "wall_ms": 1.0}'], "calls.jsonl")
     with pytest.raises(CallLogError, match="line 1: not JSON"):
         read_call_log(["{"])
+
+
+def test_the_replay_script_prints_each_configurations_excess_and_verdict() -> None:
+    script = Path(__file__).resolve().parents[2] / "scripts" / "replay_bounds.py"
+    run = subprocess.run([sys.executable, str(script), str(RUNS / "s26/calls-forge_small.jsonl.gz")],
+                         capture_output=True, text=True, check=True)
+    assert "0 of 6 believed" in run.stdout
+    assert run.stdout.count("hidden_work") == 6 and "close+" in run.stdout
