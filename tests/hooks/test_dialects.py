@@ -10,6 +10,7 @@ import uuid
 import pytest
 from pydantic import ValidationError
 
+from quaere.goal_records import GoalState
 from quaere.hooks.answers import block_answer, broken_answer, context_answer, normalize_payload, stop_decision
 from quaere.hooks.codex import with_hooks_feature
 from quaere.hooks.dialect import HookDialect, Scope, WireEvent
@@ -69,6 +70,8 @@ def test_a_stop_record_needs_a_stop_answer_and_a_known_status():
     assert stop_decision(stale).goal_status is StopStatus.STALE
     with pytest.raises(ValidationError, match="goal_status"):
         StopDecision(decision="allow", reason="", goal_status="done")
+    # The Stop hook records the goal's state as a stop status (handlers.handle_stop): each must have one.
+    assert {state.value for state in GoalState} <= {status.value for status in StopStatus}
 
 
 def test_openhands_payload_keys_are_mapped_and_tool_response_kept():
