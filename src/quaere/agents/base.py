@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from quaere.records import CampaignEnd, EndReason
+# Re-exported: their home is quaere.records, since the trace records them.
+from quaere.records import CampaignEnd as CampaignEnd
+from quaere.records import EndReason as EndReason
 from quaere.trace import Event
-
-__all__ = ["CampaignEnd", "EndReason"]  # their home is quaere.records (the trace records them); named here too
 
 
 @dataclass(frozen=True)
