@@ -12,6 +12,7 @@ import gzip
 from pathlib import Path
 
 from quaere.evaluate.call_log import read_call_log, replay
+from quaere.evaluate.clock_bound import excesses_ms
 from quaere.task.loader import load_task
 
 
@@ -28,10 +29,7 @@ def main() -> None:
         print(f"{path}: {sum(d is None for d in verdicts.values())} of {len(verdicts)} believed")
         for scenario, doubt in verdicts.items():
             impl, ref = calls[(scenario, "candidate")], calls[(scenario, "initial")]
-            excess = {name: (getattr(impl, f)() - getattr(ref, f)(figure=False)) * 1e3
-                      for name, f in (("wall", "overhead_ms"), ("span", "span_overhead_ms"),
-                                      ("close", "close_overhead_ms"))}
-            cells = " ".join(f"{name}+ {value:7.1f}" for name, value in excess.items())
+            cells = " ".join(f"{name}+ {ms * 1e3:7.1f}" for name, ms in excesses_ms(impl, ref).items())
             print(f"  {scenario:30s} {cells} us  {doubt.status.value if doubt else 'believed'}")
 
 

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from quaere.evaluate import EvalOptions, run_evaluation, stats
 from quaere.evaluate.call_log import read_call_log, replay
+from quaere.evaluate.clock_bound import excesses_ms
 from quaere.task.loader import load_task
 
 SHIPPED = Path("kernels/flash_attention_hopper.cu")
@@ -49,9 +50,7 @@ def main(task_name: str, kernel: Path | None, out: Path) -> None:
         if impl is None or ref is None:
             print(f"{bench.scenario_id:30s} not timed: {bench.timing('candidate')}")
             continue
-        excess = " ".join(f"{name}+ {(getattr(impl, f)() - getattr(ref, f)(figure=False)) * 1e3:6.1f}"
-                          for name, f in (("wall", "overhead_ms"), ("span", "span_overhead_ms"),
-                                          ("close", "close_overhead_ms")))
+        excess = " ".join(f"{name}+ {ms * 1e3:6.1f}" for name, ms in excesses_ms(impl, ref).items())
         lead = stats.median(leads[(bench.scenario_id, "candidate")])
         doubt = verdicts.get(bench.scenario_id)
         print(f"{bench.scenario_id:30s} {baseline} {bench.ratio(baseline):.3f} | {excess} us | armed {lead:5.1f} us "

@@ -181,21 +181,27 @@ def doubt(impl: CallTimes, reference: CallTimes | None, timing: TimingRule, stea
     def slack(absolute_ms: float, relative: float = timing.hidden_work_rel) -> float:
         return _slack_ms(relative, device_ms, absolute_ms)
 
-    # The candidate over the calls its figure is made of, the trusted kernel over all its own (CallTimes.figure_calls).
-    bounds = [("the judge's clock saw", impl.overhead_ms() - reference.overhead_ms(figure=False),
-               slack(timing.hidden_work_abs_ms))]
+    excess = excesses_ms(impl, reference)
+    bounds = [("the judge's clock saw", excess["wall"], slack(timing.hidden_work_abs_ms))]
     if timing.span_abs_ms is not None:
-        bounds.append(("the judge's device timeline spanned",
-                       impl.span_overhead_ms() - reference.span_overhead_ms(figure=False), slack(timing.span_abs_ms)))
+        bounds.append(("the judge's device timeline spanned", excess["span"], slack(timing.span_abs_ms)))
     if timing.close_abs_ms is not None:
-        bounds.append(("the judge's device timeline, up to its close mark, spanned",
-                       impl.close_overhead_ms() - reference.close_overhead_ms(figure=False),
+        bounds.append(("the judge's device timeline, up to its close mark, spanned", excess["close"],
                        slack(timing.close_abs_ms, timing.close_rel)))
     for seen, excess_ms, slack_ms in bounds:
         why = _quartile_bound(seen, excess_ms, slack_ms, len(impl.figure_calls()), len(impl.claims_ms))
         if why:
             return Doubt(TimingStatus.HIDDEN_WORK, why)
     return None
+
+
+def excesses_ms(impl: CallTimes, reference: CallTimes) -> dict[str, float]:
+    """What each quartile bound judges, by name (``wall``, ``span``, ``close``): ``impl``'s lower quartile of (what
+    the judge measured - claim) over the calls its figure is made of, less the trusted ``reference``'s over all its
+    calls (its claims are true: :meth:`CallTimes.figure_calls`); NaN where the judge measured nothing."""
+    return {"wall": impl.overhead_ms() - reference.overhead_ms(figure=False),
+            "span": impl.span_overhead_ms() - reference.span_overhead_ms(figure=False),
+            "close": impl.close_overhead_ms() - reference.close_overhead_ms(figure=False)}
 
 
 def hidden_work(impl: CallTimes, reference: CallTimes | None, timing: TimingRule, steal_share: float = 0.0) -> str:
