@@ -89,8 +89,9 @@ class TimingRule(Strict):
     not judged; set it where its honest spread was measured for the task's kernels (docs/security.md)."""
     close_rel: float = Field(default=0.005, ge=0)
     """Relative part of the same slack (a fraction of the candidate's median device time). Small: the close span's
-    honest spread did not grow with the call's length on the H200 (at most +4.8 us over calls of 13 us to 3 ms, both GPU
-    tasks, 2026-12-04)."""
+    honest spread mostly did not grow with the call's length on the H200 (at most +4.8 us over calls of 13 us to 3 ms,
+    both GPU tasks, 2026-12-04, session 26). Once it did: +13.5 us on a 2.84 ms call (session 27, call 4, with the
+    initial kernel read over only its lower half, about 8 calls), inside this 0.5% (14.2 us) alone."""
     sample_slack: float = Field(default=2.0, ge=1)
     """A timed output's sampled error may reach this multiple of the bound of the full untimed check
     (the sample's inputs are fresh, so its error varies a little): a memoized or skipped output is off by
