@@ -11,9 +11,10 @@ import argparse
 import gzip
 from pathlib import Path
 
-from quaere.evaluate.call_log import read_call_log, replay
+from quaere.evaluate.call_log import CallLogError, read_call_log, replay
 from quaere.evaluate.clock_bound import excesses_ms
 from quaere.task.loader import load_task
+from quaere.task.spec import TaskError, TimingRule
 
 
 def main() -> None:
@@ -21,17 +22,24 @@ def main() -> None:
     parser.add_argument("logs", nargs="+", type=Path)
     parser.add_argument("--task", default="flash_attention_hopper")
     args = parser.parse_args()
-    rule = load_task(args.task).spec.timing
-    for path in args.logs:
-        with (gzip.open(path, "rt") if path.suffix == ".gz" else path.open()) as log:
-            calls = read_call_log(log, str(path))
-        verdicts = replay(calls, rule)
-        print(f"{path}: {sum(d is None for d in verdicts.values())} of {len(verdicts)} believed")
-        for scenario, doubt in verdicts.items():
-            impl, ref = calls[(scenario, "candidate")], calls[(scenario, "initial")]
-            cells = " ".join(f"{name}+ {ms * 1e3:7.1f}" for name, ms in excesses_ms(impl, ref).items())
-            print(f"  {scenario:30s} {cells} us  {doubt.status.value if doubt else 'believed'}")
+    try:
+        rule = load_task(args.task).spec.timing
+        for path in args.logs:
+            show(path, rule)
+    except (OSError, CallLogError, TaskError) as exc:  # a wrong argument or log: its message, no traceback
+        parser.exit(2, f"replay_bounds: {exc}\n")
 
+
+def show(path: Path, rule: TimingRule) -> None:
+    """One log's replay: a line per configuration."""
+    with (gzip.open(path, "rt") if path.suffix == ".gz" else path.open()) as log:
+        calls = read_call_log(log, str(path))
+    verdicts = replay(calls, rule)
+    print(f"{path}: {sum(d is None for d in verdicts.values())} of {len(verdicts)} believed")
+    for scenario, doubt in verdicts.items():
+        impl, ref = calls[(scenario, "candidate")], calls[(scenario, "initial")]
+        cells = " ".join(f"{name}+ {ms * 1e3:7.1f}" for name, ms in excesses_ms(impl, ref).items())
+        print(f"  {scenario:30s} {cells} us  {doubt.status.value if doubt else 'believed'}")
 
 if __name__ == "__main__":
     main()

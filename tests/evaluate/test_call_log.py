@@ -72,3 +72,12 @@ def test_the_replay_script_prints_each_configurations_excess_and_verdict() -> No
                          capture_output=True, text=True, check=True)
     assert "0 of 6 believed" in run.stdout
     assert run.stdout.count("hidden_work") == 6 and "close+" in run.stdout
+
+
+def test_the_replay_script_names_a_bad_log_line_without_a_traceback(tmp_path: Path) -> None:
+    script = Path(__file__).resolve().parents[2] / "scripts" / "replay_bounds.py"
+    bad = tmp_path / "calls.jsonl"
+    bad.write_text('{"scenario": "s", "impl": "candidate", "wall_ms": 1.0}\n')
+    run = subprocess.run([sys.executable, str(script), str(bad)], capture_output=True, text=True)
+    assert run.returncode == 2 and "Traceback" not in run.stderr
+    assert f"{bad}: line 1: field 'device_ms' missing" in run.stderr
