@@ -149,6 +149,9 @@ class Timing(Record):
                                           "same, on the span that ends at the judge's close mark, right behind the "
                                           "call's work on the device (judged where the task sets "
                                           "timing.close_abs_ms).")
+    slot_overhead_ms: MaybeFloat = Field(default=math.nan, description="Native implementations on a GPU: the "
+                                         "same, on the runner's turn alone: from the end of the judge's cover to "
+                                         "its close word (judged where the task sets timing.slot_abs_ms).")
     cover_mhz: MaybeFloat = Field(default=math.nan, description="On a GPU: median effective SM clock (MHz) of the "
                                   "judge's cover before each timed call (a spin of known cycles between two judge "
                                   "events). A comparison timed at a lower clock than the candidate's is slowed by "

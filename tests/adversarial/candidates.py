@@ -151,6 +151,13 @@ def forged_claims(factor: float, route: str = PYTHON_IN_RUNNER) -> str:
 
 
 
+def forged_shave(shave_us: float, route: str = PYTHON_IN_RUNNER) -> str:
+    """C++ whose constructor rewrites the runner's Python so that every timed call claims ``shave_us`` less than its
+    time: a fixed amount, not a share, so that it stays under an absolute slack on every call length."""
+    shaved = f"max(0.0, reply['device_ms'] - {shave_us / 1e3})"
+    return call_rewrite(f"    if 'device_ms' in reply: reply['device_ms'] = {shaved}\n", route=route)
+
+
 def forged_majority(factor: float, every: int, of: int, route: str = PYTHON_IN_RUNNER) -> str:
     """C++ whose constructor rewrites the runner's Python so that ``every`` of each ``of`` consecutive timed calls
     (more than half) claims ``factor`` of its time and the others claim the truth: the median claim, which is the

@@ -8,7 +8,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .candidates import PYTHON_IN_RUNNER, c_lines, call_rewrite, forged_claims, forged_majority, wait_rewrite
+from .candidates import (
+    PYTHON_IN_RUNNER,
+    c_lines,
+    call_rewrite,
+    forged_claims,
+    forged_majority,
+    forged_shave,
+    wait_rewrite,
+)
 
 KERNEL = Path(__file__).resolve().parents[2] / "kernels" / "flash_attention_hopper.cu"
 ENTRY = 'extern "C" int attention_forward('
@@ -260,6 +268,9 @@ ATTACKS = {
     # Three calls in five claim 70% of their time, the others the truth: the median claim (the reported time) is
     # 30% short while the lowest quarter of (span - claim) over all calls is the honest calls' (forged_majority).
     "forge_majority": forged_majority(0.7, 3, 5) + CALL_ONLY,
+    # 6 us less on every call (4.5% of a D=128 S=512 call): inside the close span's 8 us slack, over the runner's
+    # turn's 3 us (TimingRule.slot_abs_ms).
+    "forge_shave": forged_shave(6.0) + CALL_ONLY,
     # The work done ahead of the call, on inputs seen as soon as they exist (see PRECOMPUTE).
     "precompute": PRECOMPUTE,
     # The close word (quaere.evaluate.close_word) written at once on an idle private stream instead of behind the

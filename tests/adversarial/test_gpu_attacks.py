@@ -28,7 +28,9 @@ CONFIGS = frozenset({"d128-h16-s512-noncausal", "d128-h16-s2048-causal", "d64-h3
 # mark's span (quaere.evaluate.close_word, 8 us slack) caught both on every configuration measured (H200,
 # 2026-12-04: +11 to +94 us). Below about 8 us a call, a claim still goes unseen (docs/security.md). forge_majority
 # forges three calls in five, so that the lowest quarter of (span - claim) over every call is the honest calls': the
-# bounds read the calls at or below the median claim (H200, 2026-12-04: close span +40 to +281 us).
+# bounds read the calls at or below the median claim (H200, 2026-12-04: close span +40 to +281 us). forge_shave
+# claims 6 us less on every call, inside the close span's slack: the runner's turn (TimingRule.slot_abs_ms, 3 us)
+# holds none of the judge's own work and sees it.
 
 
 @pytest.fixture(scope="module")
@@ -51,10 +53,13 @@ def _report(evaluation) -> dict[str, tuple[str, float]]:
         rows[bench.scenario_id] = (cand.status.value, bench.ratio("fa3"))
         print(f"  {bench.scenario_id}: {cand.status.value} ratio vs fa3 {bench.ratio('fa3'):.3f} "
               f"overhead {cand.overhead_ms * 1e3:.1f} us span overhead {cand.span_overhead_ms * 1e3:.1f} us "
-              f"close overhead {cand.close_overhead_ms * 1e3:.1f} us drain {cand.drain_ms * 1e3:.1f} us (initial: "
+              f"close overhead {cand.close_overhead_ms * 1e3:.1f} us "
+              f"turn overhead {cand.slot_overhead_ms * 1e3:.1f} us "
+              f"drain {cand.drain_ms * 1e3:.1f} us (initial: "
               f"overhead {bench.timing('initial').overhead_ms * 1e3:.1f} us, span overhead "
               f"{bench.timing('initial').span_overhead_ms * 1e3:.1f} us, close overhead "
-              f"{bench.timing('initial').close_overhead_ms * 1e3:.1f} us) {cand.detail[:160]}")
+              f"{bench.timing('initial').close_overhead_ms * 1e3:.1f} us, turn overhead "
+              f"{bench.timing('initial').slot_overhead_ms * 1e3:.1f} us) {cand.detail[:200]}")
     return rows
 
 
@@ -81,6 +86,7 @@ def test_the_shipped_kernel_is_not_flagged(shipped) -> None:
                                                  ("early_word", TimingStatus.HIDDEN_WORK),
                                                  ("forge_small", TimingStatus.HIDDEN_WORK),
                                                  ("forge_majority", TimingStatus.HIDDEN_WORK),
+                                                 ("forge_shave", TimingStatus.HIDDEN_WORK),
                                                  ("hidden_tail", TimingStatus.HIDDEN_WORK)])
 def test_attack_gets_its_verdict(fa_task, options: EvalOptions, tmp_path: Path, attack: str,
                                  verdict: TimingStatus) -> None:

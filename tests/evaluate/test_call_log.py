@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from quaere.evaluate.call_log import CallLogError, read_call_log, replay
+from quaere.evaluate.clock_bound import excesses_ms
 from quaere.records import TimingStatus
 from quaere.task.loader import load_task
 
@@ -55,6 +56,36 @@ def test_the_honest_log_with_three_claims_in_five_cut_by_30_percent_is_hidden_wo
               if calls[(scenario, "candidate")].close_overhead_ms(figure=False)
               - calls[(scenario, "initial")].close_overhead_ms(figure=False) <= RULE.close_abs_ms]
     assert len(unseen) == 25
+
+
+def with_turns(name: str, shave_ms: float = 0.0) -> list[str]:
+    """Session 26's lines with the runner's turn, which it did not log, read as its cover's end to the close mark
+    (the turn plus the judge's sample read), and the candidate's claims ``shave_ms`` short."""
+    out = []
+    for line in lines(name):
+        call = json.loads(line)
+        call["slot_ms"] = call["cover_close_ms"]
+        if call["impl"] == "candidate":
+            call["device_ms"] -= shave_ms
+        out.append(json.dumps(call))
+    return out
+
+
+def test_claims_shaved_by_6_us_pass_the_close_span_and_not_the_runners_turn() -> None:
+    """6 us is 4.5% of the D=128 S=512 call: inside the close span's 8 us slack on 25 of 26 configurations, and
+    over the runner's turn's 3 us on all 26. Honest, every configuration is believed; the recorded attacks are not."""
+    assert all(doubt is None for doubt in replay(read_call_log(with_turns("s26/calls-span.jsonl.gz")), RULE).values())
+    calls = read_call_log(with_turns("s26/calls-span.jsonl.gz", shave_ms=0.006))
+    verdicts = replay(calls, RULE)
+    assert len(verdicts) == 26 and all(doubt is not None for doubt in verdicts.values())
+    excess = {scenario: excesses_ms(calls[(scenario, "candidate")], calls[(scenario, "initial")])
+              for scenario in verdicts}
+    assert all(excess[scenario]["slot"] > RULE.slot_abs_ms for scenario in verdicts)
+    assert sum(excess[scenario]["close"] > RULE.close_abs_ms for scenario in verdicts) == 1
+    for attack in ("forge_small", "hidden_tail", "early_word"):
+        attacked = read_call_log(with_turns(f"s26/calls-{attack}.jsonl.gz"))
+        assert all(excesses_ms(attacked[(scenario, "candidate")], attacked[(scenario, "initial")])["slot"] > 0.01
+                   for scenario in replay(attacked, RULE)), attack
 
 
 def test_a_line_that_is_not_the_judges_record_is_named() -> None:

@@ -18,15 +18,16 @@ RULE = TimingRule(hidden_work_abs_ms=0.05, hidden_work_rel=0.05, drain_abs_ms=0.
 
 def impl(claims: list[float], overhead: float, drain: float = 0.005, tail: int = 0,
          span_overhead: float = math.nan, cpu_overhead: float = math.nan,
-         close_overhead: float = math.nan) -> CallTimes:
+         close_overhead: float = math.nan, slot_overhead: float = math.nan) -> CallTimes:
     """Calls of ``claims`` ms whose wall time is claim + ``overhead`` (the last ``tail`` calls 1 ms slower), whose
-    span on the judge's device timeline is claim + ``span_overhead`` (to its close mark: claim + ``close_overhead``)
-    and whose runner CPU time is claim + ``cpu_overhead`` (NaN: not measured), never waiting for a core."""
+    span on the judge's device timeline is claim + ``span_overhead`` (to its close mark: claim + ``close_overhead``;
+    the runner's turn in it: claim + ``slot_overhead``) and whose runner CPU time is claim + ``cpu_overhead`` (NaN:
+    not measured), never waiting for a core."""
     calls = CallTimes()
     for index, claim in enumerate(claims):
         slow = 1.0 if index >= len(claims) - tail else 0.0
         calls.add(claim + overhead + slow, claim, drain, claim + span_overhead + slow, claim + cpu_overhead,
-                  0.0 if not math.isnan(cpu_overhead) else math.nan, claim + close_overhead)
+                  0.0 if not math.isnan(cpu_overhead) else math.nan, claim + close_overhead, claim + slot_overhead)
     return calls
 
 
@@ -166,6 +167,32 @@ def test_both_gpu_tasks_judge_the_close_span_where_it_was_measured() -> None:
     assert load_task("flash_attention_hopper").spec.timing.close_abs_ms == 0.008
     assert load_task("rmsnorm_hopper").spec.timing.close_abs_ms == 0.008
     assert TimingRule().close_abs_ms is None  # a task not measured records it only
+
+
+SLOT_RULE = CLOSE_RULE.model_copy(update={"slot_abs_ms": 0.003})
+
+
+def test_a_claim_shaved_inside_the_close_spans_slack_is_caught_by_the_runners_turn() -> None:
+    """6 us off a 134 us call (D=128 S=512): the close span's spread (IQR 3-25 us per call on the H200) needs an 8 us
+    slack and passes it; the runner's turn, without the judge's publish, flush, cover and sample (IQR ~1 us), does
+    not. The shipped kernel read 1 us under the initial kernel there (session 26's log)."""
+    reference = impl([0.342] * 40, overhead=0.70, span_overhead=1.05, close_overhead=1.0062, slot_overhead=0.3047)
+    shaved_6us = impl([0.128] * 40, overhead=0.71, span_overhead=1.06, close_overhead=1.0107, slot_overhead=0.3097)
+    assert hidden_work(shaved_6us, reference, CLOSE_RULE) == ""
+    assert "turn on the judge's device timeline (its cover's end to the close word) lasted 5 us more" in hidden_work(
+        shaved_6us, reference, SLOT_RULE)
+    honest = impl([0.134] * 40, overhead=0.70, span_overhead=1.05, close_overhead=1.0047, slot_overhead=0.3037)
+    assert hidden_work(honest, reference, SLOT_RULE) == ""
+
+
+def test_the_runners_turn_is_recorded_not_judged_unless_the_task_says() -> None:
+    reference = impl([0.34] * 40, overhead=0.60, close_overhead=1.0, slot_overhead=0.30)
+    forged = impl([0.14] * 40, overhead=0.60, close_overhead=1.0, slot_overhead=0.31)
+    assert CLOSE_RULE.slot_abs_ms is None and hidden_work(forged, reference, CLOSE_RULE) == ""
+    assert hidden_work(forged, reference, SLOT_RULE) != ""
+    assert math.isnan(impl([0.14] * 4, 0.6).slot_overhead_ms())
+    assert load_task("flash_attention_hopper").spec.timing.slot_abs_ms == 0.003
+    assert TimingRule().slot_abs_ms is None
 
 
 CPU_RULE = TimingRule(hidden_work_abs_ms=0.3, hidden_work_rel=0.1, drain_abs_ms=0.3)

@@ -106,6 +106,61 @@ def test_a_window_that_never_closed_has_nothing_to_settle_and_no_close_span(monk
         NoMarks().close(None)
 
 
+class Timeline:
+    """A device clock the fake events read when recorded (ms): each stream command below advances it by hand."""
+
+    def __init__(self) -> None:
+        self.now_ms = 0.0
+
+    def event(self) -> TimedEvent:
+        return TimedEvent(self)
+
+
+class TimedEvent:
+    def __init__(self, timeline: Timeline) -> None:
+        self.timeline, self.at_ms = timeline, math.nan
+
+    def record(self) -> None:
+        self.at_ms = self.timeline.now_ms
+
+    def query(self) -> bool:
+        return True
+
+    def elapsed_time(self, later: TimedEvent) -> float:
+        return later.at_ms - self.at_ms
+
+
+class SlowSample:
+    """The judge's sample read: it takes ``ms`` of the device timeline."""
+
+    def __init__(self, timeline: Timeline, ms: float) -> None:
+        self.timeline, self.ms = timeline, ms
+
+    def take(self) -> None:
+        self.timeline.now_ms += self.ms
+
+
+def test_the_runners_turn_runs_from_the_windows_cover_to_the_word_without_the_sample() -> None:
+    timeline = Timeline()
+    torch = type("T", (), {"cuda": type("C", (), {"Event": staticmethod(lambda enable_timing=True: timeline.event()),
+                                                  "current_stream": staticmethod(
+                                                      lambda: type("S", (), {"cuda_stream": 0})())})})()
+    window = Window(torch, FakeDriver(), side_stream=99, flag_address=0x1000)
+    window.open()  # 0 ms: the first mark
+    timeline.now_ms = 0.7
+    cover_end = timeline.event()
+    cover_end.record()  # 0.7 ms: the judge's publish, flush and cover are over
+    timeline.now_ms = 1.0  # the runner's turn: 0.3 ms, then its word
+    window.close(SlowSample(timeline, 0.02))
+    after = timeline.event()
+    after.record()
+    seen = window.seen(after, word_missing=False, cover_end=cover_end)
+    assert math.isclose(seen.slot_ms, 0.3) and math.isclose(seen.cover_close_ms, 0.32)
+    assert math.isclose(seen.close_ms, 1.02)
+    assert math.isnan(window.seen(after, word_missing=False, cover_end=None).slot_ms)  # no cover in this window
+    assert math.isnan(window.seen(after, word_missing=True, cover_end=cover_end).slot_ms)  # the judge wrote the word
+
+
 def test_the_runner_takes_the_word_only_into_a_mapped_device_buffer_of_four_bytes() -> None:
     state = serve.State(serve.Device("cuda"))
     state.mappings = {"dev": serve.Mapping(0x2000, 4), "tiny": serve.Mapping(0x3000, 2),

@@ -40,7 +40,7 @@ def read_call_log(lines: Iterable[str], source: str = "call log") -> dict[tuple[
         cpu = _ms(record, "cpu_ms") + _ms(record, "idle_cpu_ms")
         calls.setdefault(key, CallTimes()).add(
             float(record["wall_ms"]), float(record["device_ms"]), _ms(record, "drain_ms"), _ms(record, "span_ms"),
-            cpu, _ms(record, "queued_ms"), _ms(record, "close_ms"))
+            cpu, _ms(record, "queued_ms"), _ms(record, "close_ms"), _ms(record, "slot_ms"))
     return calls
 
 

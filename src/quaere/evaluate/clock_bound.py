@@ -14,7 +14,11 @@ timed the same way in the same interleaved run. Beyond the task's slack the timi
 * device-timeline span (GPU tasks that set ``TimingRule.span_abs_ms``): the judge's own events around the
   call, which see a forged claim the host clock's scheduling noise can hide on short calls;
 * device-ordered close (GPU tasks that set ``TimingRule.close_abs_ms``): the same span, ended on the device right
-  behind the call's work (:mod:`.close_word`), without the judge's host wake-up that widens the span's spread.
+  behind the call's work (:mod:`.close_word`), without the judge's host wake-up that widens the span's spread;
+* the runner's turn (GPU tasks that set ``TimingRule.slot_abs_ms``): the judge's device timeline from the end of its
+  cover to the runner's close word (:attr:`.close_word.Seen.slot_ms`), without the judge's own publish, flush, cover
+  and sample, whose lengths set the close span's spread. It bounds what the runner did in its turn; work before
+  the cover stays the close span's to see.
 """
 
 from __future__ import annotations
@@ -72,9 +76,12 @@ class CallTimes:
     closes_ms: list[float] = field(default_factory=list)
     """The judge's device-timeline span from the window's opening to its close mark (:mod:`.close_word`): the
     call's work, with no host round trip in it; NaN without one."""
+    slots_ms: list[float] = field(default_factory=list)
+    """The judge's device timeline from the end of its cover to the runner's close word: the runner's turn on the
+    device (:attr:`.close_word.Seen.slot_ms`); NaN without one."""
 
     def add(self, wall_ms: float, claim_ms: float, drain_ms: float, span_ms: float, cpu_ms: float,
-            queued_ms: float, close_ms: float = math.nan) -> None:
+            queued_ms: float, close_ms: float = math.nan, slot_ms: float = math.nan) -> None:
         self.walls_ms.append(wall_ms)
         self.claims_ms.append(claim_ms)
         self.drains_ms.append(drain_ms)
@@ -82,6 +89,7 @@ class CallTimes:
         self.cpus_ms.append(cpu_ms)
         self.queued_ms.append(queued_ms)
         self.closes_ms.append(close_ms)
+        self.slots_ms.append(slot_ms)
 
     def overhead_ms(self, figure: bool = True) -> float:
         """Lower quartile of (judge's wall time - claimed time) over the calls the figure is made of
@@ -127,6 +135,12 @@ class CallTimes:
         """Lower quartile of (the span to the judge's close mark - claimed time); NaN without close marks. The
         same statistic as :meth:`span_overhead_ms`, on a span whose end no host wake-up delays."""
         return self._excess_quartile(self.closes_ms, figure)
+
+    def slot_overhead_ms(self, figure: bool = True) -> float:
+        """Lower quartile of (the runner's turn on the device - claimed time); NaN without one. The same statistic
+        as :meth:`span_overhead_ms`, on the part of the span that is the runner's alone: for an honest call, its
+        context switches, its events and its word around the claimed interval."""
+        return self._excess_quartile(self.slots_ms, figure)
 
     def _excess_quartile(self, measured_ms: list[float], figure: bool) -> float:
         """Lower quartile of (measured - claimed) over the figure's calls (every call unless ``figure``) where the
@@ -188,6 +202,9 @@ def doubt(impl: CallTimes, reference: CallTimes | None, timing: TimingRule, stea
     if timing.close_abs_ms is not None:
         bounds.append(("the judge's device timeline, up to its close mark, spanned", excess["close"],
                        slack(timing.close_abs_ms, timing.close_rel)))
+    if timing.slot_abs_ms is not None:
+        bounds.append(("the runner's turn on the judge's device timeline (its cover's end to the close word) lasted",
+                       excess["slot"], slack(timing.slot_abs_ms, timing.slot_rel)))
     for seen, excess_ms, slack_ms in bounds:
         why = _quartile_bound(seen, excess_ms, slack_ms, len(impl.figure_calls()), len(impl.claims_ms))
         if why:
@@ -196,12 +213,13 @@ def doubt(impl: CallTimes, reference: CallTimes | None, timing: TimingRule, stea
 
 
 def excesses_ms(impl: CallTimes, reference: CallTimes) -> dict[str, float]:
-    """What each quartile bound judges, by name (``wall``, ``span``, ``close``): ``impl``'s lower quartile of (what
-    the judge measured - claim) over the calls its figure is made of, less the trusted ``reference``'s over all its
-    calls (its claims are true: :meth:`CallTimes.figure_calls`); NaN where the judge measured nothing."""
+    """What each quartile bound judges, by name (``wall``, ``span``, ``close``, ``slot``): ``impl``'s lower quartile of
+    (what the judge measured - claim) over the calls its figure is made of, less the trusted ``reference``'s over all
+    its calls (its claims are true: :meth:`CallTimes.figure_calls`); NaN where the judge measured nothing."""
     return {"wall": impl.overhead_ms() - reference.overhead_ms(figure=False),
             "span": impl.span_overhead_ms() - reference.span_overhead_ms(figure=False),
-            "close": impl.close_overhead_ms() - reference.close_overhead_ms(figure=False)}
+            "close": impl.close_overhead_ms() - reference.close_overhead_ms(figure=False),
+            "slot": impl.slot_overhead_ms() - reference.slot_overhead_ms(figure=False)}
 
 
 def hidden_work(impl: CallTimes, reference: CallTimes | None, timing: TimingRule, steal_share: float = 0.0) -> str:

@@ -186,6 +186,7 @@ class CudaClock:
         fails after the runner said ``queued``."""
         torch = self.torch
         window = Window(torch, self._driver, self._side_stream, flag_address)
+        earlier = self._last_cover
         try:
             result = call(window)
         finally:
@@ -193,7 +194,10 @@ class CudaClock:
         after = torch.cuda.Event(enable_timing=True)
         after.record()
         after.synchronize()
-        return result, window.seen(after, word_missing, self._last_cover[1] if self._last_cover else None)
+        # Only a cover put on the stream in this window bounds the runner's turn: an earlier call's would hold the
+        # judge's own work of this one.
+        cover = self._last_cover if self._last_cover is not earlier else None
+        return result, window.seen(after, word_missing, cover[1] if cover else None)
 
 
 def _persisting_l2_reset() -> tuple[Callable[[], Any] | None, str]:

@@ -36,12 +36,21 @@ runner wrote another value, or none): the judge writes it itself to free its str
 @dataclass(frozen=True)
 class Seen:
     """What the judge's device timeline saw of one call: ms from the window's opening to the mark after the
-    reply (``span_ms``) and to the close mark (``close_ms``), and from the end of the judge's cover to the close
-    mark (``cover_close_ms``); NaN where not measured. ``word_missing``: the close word never came."""
+    reply (``span_ms``) and to the close mark (``close_ms``), from the end of the judge's cover to the close mark
+    (``cover_close_ms``) and to the moment its stream saw the runner's word, before the sample (``slot_ms``); NaN
+    where not measured. ``word_missing``: the close word never came.
+
+    ``slot_ms`` is the runner's turn on the device and nothing of the judge's: its context cannot run before the
+    cover ends (contexts time-slice, and on the H200 a queued context waited out a 2 ms kernel of another's), and
+    the word follows its work. It holds neither the judge's publish, flush and cover, whose lengths move with the
+    host and the clock, nor the sample's read, whose length moves with what the call left in the L2: on the H200
+    its spread per call is ~1 us where the close span's is 3-25 us (2026-12-04, session 26's call log). Work the
+    runner did before the cover is outside it, and inside ``close_ms``, with two more context switches."""
 
     span_ms: float = math.nan
     close_ms: float = math.nan
     cover_close_ms: float = math.nan
+    slot_ms: float = math.nan
     word_missing: bool = False
 
 
@@ -110,6 +119,7 @@ class Window:
         self.flag_address = flag_address
         self.value = secrets.randbelow(2**31 - 1) + 1
         self.before = torch.cuda.Event(enable_timing=True)
+        self.worded: Any | None = None
         self.closed: Any | None = None
 
     @property
@@ -124,9 +134,11 @@ class Window:
             self.driver.write_value(self._stream(), self.flag_address, 0)
 
     def close(self, sample: OutputSample | None) -> None:
-        """Once the runner says ``queued``: wait on the device for the word, read the sample, mark."""
+        """Once the runner says ``queued``: wait on the device for the word, mark, read the sample, mark."""
         assert self.flag_address is not None
         self.driver.wait_value(self._stream(), self.flag_address, self.value)
+        self.worded = self.torch.cuda.Event(enable_timing=True)
+        self.worded.record()
         if sample is not None:
             sample.take()
         self.closed = self.torch.cuda.Event(enable_timing=True)
@@ -149,12 +161,14 @@ class Window:
 
     def seen(self, after: Any, word_missing: bool, cover_end: Any | None) -> Seen:
         """The marks' distances once ``after`` (the mark after the reply) completed; ``cover_end``: the end event
-        of the judge's last cover, which preceded the runner's word."""
-        if self.closed is None:
+        of the cover the judge put on its stream in this window, before the runner's ``go`` (None if it put none)."""
+        if self.closed is None or self.worded is None:
             return Seen(span_ms=float(self.before.elapsed_time(after)))
-        cover_close = float(cover_end.elapsed_time(self.closed)) if cover_end is not None else math.nan
+        covered = cover_end is not None and not word_missing
         return Seen(span_ms=float(self.before.elapsed_time(after)),
-                    close_ms=float(self.before.elapsed_time(self.closed)), cover_close_ms=cover_close,
+                    close_ms=float(self.before.elapsed_time(self.closed)),
+                    cover_close_ms=float(cover_end.elapsed_time(self.closed)) if covered else math.nan,
+                    slot_ms=float(cover_end.elapsed_time(self.worded)) if covered else math.nan,
                     word_missing=word_missing)
 
     def _stream(self) -> int:

@@ -144,9 +144,9 @@ class NativeImpl:
         accounted = timed.accounted
         self.covers_mhz.append(clock.cover_mhz())
         self.calls.add(timed.wall_ms, float(reply.device_ms or 0.0), float(reply.drain_ms or 0.0), seen.span_ms,
-                       accounted.cpu_ms + accounted.idle_cpu_ms, accounted.queued_ms, seen.close_ms)
+                       accounted.cpu_ms + accounted.idle_cpu_ms, accounted.queued_ms, seen.close_ms, seen.slot_ms)
         ctx.log_call(self.name, index, reply, wall_ms=timed.wall_ms, span_ms=seen.span_ms, close_ms=seen.close_ms,
-                     cover_close_ms=seen.cover_close_ms,
+                     cover_close_ms=seen.cover_close_ms, slot_ms=seen.slot_ms,
                      armed_ms=armed_ms[0] if armed_ms else math.nan, cpu_ms=accounted.cpu_ms,
                      queued_ms=accounted.queued_ms, idle_cpu_ms=accounted.idle_cpu_ms, cover_mhz=self.covers_mhz[-1])
         if self.schedule is not None:

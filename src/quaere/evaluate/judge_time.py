@@ -153,6 +153,7 @@ def time_scenario(state: JudgeState, scenario: Scenario, seed: int, rule: Rule, 
                     "overhead_ms": calls.overhead_ms(figure), "drain_ms": stats.median(calls.drains_ms),
                     "span_overhead_ms": calls.span_overhead_ms(figure),
                     "close_overhead_ms": calls.close_overhead_ms(figure),
+                    "slot_overhead_ms": calls.slot_overhead_ms(figure),
                     "cpu_overhead_ms": calls.cpu_overhead_ms(run_steal[0]), "cpu_waits_ms": calls.waits_ms(),
                     **({"steal_share": run_steal[0]} if native and native.runner.cpu_accountable else {})})
         return [settled[name] for name in (*NATIVE, *comparisons)]

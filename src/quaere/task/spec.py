@@ -92,6 +92,16 @@ class TimingRule(Strict):
     honest spread mostly did not grow with the call's length on the H200 (at most +4.8 us over calls of 13 us to 3 ms,
     both GPU tasks, 2026-12-04, session 26). Once it did: +13.5 us on a 2.84 ms call (session 27, call 4, with the
     initial kernel read over only its lower half, about 8 calls), inside this 0.5% (14.2 us) alone."""
+    slot_abs_ms: float | None = Field(default=None, ge=0)
+    """GPU tasks: slack of the bound on the runner's turn on the judge's device timeline, from the end of the judge's
+    cover (before which no work of the runner's context runs) to the moment the judge's stream saw its close word
+    (``quaere.evaluate.close_word.Seen.slot_ms``). A candidate's lower quartile of (that turn - claimed time), over
+    the same calls as ``hidden_work_abs_ms``'s, may exceed the initial kernel's by this much, or by ``slot_rel`` of its
+    device time if larger, before it is ``hidden_work``. It holds none of the judge's own work, so its spread is a
+    few times narrower than the close span's, and it catches claims shaved by less than ``close_abs_ms``. ``None``
+    (the default): recorded, not judged; set it where its honest spread was measured (docs/security.md)."""
+    slot_rel: float = Field(default=0.001, ge=0)
+    """Relative part of the same slack (a fraction of the candidate's median device time)."""
     sample_slack: float = Field(default=2.0, ge=1)
     """A timed output's sampled error may reach this multiple of the bound of the full untimed check
     (the sample's inputs are fresh, so its error varies a little): a memoized or skipped output is off by
