@@ -88,6 +88,31 @@ def test_claims_shaved_by_6_us_pass_the_close_span_and_not_the_runners_turn() ->
                    for scenario in replay(attacked, RULE)), attack
 
 
+def shaved(name: str, shave_ms: float) -> list[str]:
+    """A log's lines with the candidate's claims ``shave_ms`` short."""
+    calls = [json.loads(line) for line in lines(name)]
+    for call in calls:
+        call["device_ms"] -= shave_ms if call["impl"] == "candidate" else 0.0
+    return [json.dumps(call) for call in calls]
+
+
+@pytest.mark.parametrize(("name", "task", "configurations", "shave_ms"),
+                         [("s28/call1-ship-calls.jsonl.gz", "flash_attention_hopper", 26, 0.006),
+                          ("s28/call1-init-calls.jsonl.gz", "flash_attention_hopper", 26, 0.0),
+                          ("s28/call1-rms-calls.jsonl.gz", "rmsnorm_hopper", 11, 0.004)])
+def test_the_runners_turn_logged_on_the_h200_believes_honest_kernels_and_not_a_few_us_off_every_claim(
+        name: str, task: str, configurations: int, shave_ms: float) -> None:
+    """Session 28's logs, the turn measured: the shipped kernel, and each task's initial kernel against itself (the
+    attention task's, whose calls of up to 9.5 ms get the relative slack, honest only)."""
+    rule = load_task(task).spec.timing
+    honest = replay(read_call_log(lines(name)), rule)
+    assert len(honest) == configurations and all(doubt is None for doubt in honest.values())
+    if not shave_ms:
+        return
+    forged = replay(read_call_log(shaved(name, shave_ms)), rule)
+    assert all(doubt is not None and "turn" in doubt.why for doubt in forged.values())
+
+
 def test_a_line_that_is_not_the_judges_record_is_named() -> None:
     good = '{"scenario": "s", "impl": "initial", "wall_ms": 1.0, "device_ms": 0.5, "close_ms": null}'
     assert read_call_log([good, ""])[("s", "initial")].claims_ms == [0.5]
