@@ -123,7 +123,9 @@ class Timing(Record):
     status: TimingStatus
     samples_ms: tuple[MaybeFloat, ...] = ()
     median_ms: MaybeFloat = math.nan
-    spread_ms: MaybeFloat = Field(default=math.nan, description="Interquartile range of the samples.")
+    spread_ms: MaybeFloat = Field(default=math.nan, description="Interquartile range of the samples; for a candidate "
+                                  "timed through a runner on a GPU, the wider of that and the IQR of the runner's "
+                                  "turns the judge measured (its claims could be bunched).")
     tflops: MaybeFloat = math.nan
     overhead_ms: MaybeFloat = Field(default=math.nan, description="Native implementations: lower quartile of the "
                                     "judge's wall time per call minus the claimed device time, as the clock bound "

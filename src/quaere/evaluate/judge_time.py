@@ -111,6 +111,21 @@ def _prepare(ctx: Context, comparisons: tuple[str, ...], natives: dict[str, Nati
     return impls
 
 
+def with_calls(timing: Timing, calls: CallTimes, untrusted: bool, stolen_share: float, cpu_accountable: bool) -> Timing:
+    """``timing`` with what the judge saw of its calls, each statistic as the bound reads it: an untrusted
+    implementation's over the calls its figure is made of, the trusted kernel's over all its calls. An untrusted
+    one's spread is the wider of its claims' and its turns' (:meth:`CallTimes.turn_spread_ms`): the goal's margin
+    must not rest on a spread its runner reported."""
+    turns_ms = calls.turn_spread_ms()
+    return timing.model_copy(update={
+        "overhead_ms": calls.overhead_ms(untrusted), "drain_ms": stats.median(calls.drains_ms),
+        "span_overhead_ms": calls.span_overhead_ms(untrusted), "close_overhead_ms": calls.close_overhead_ms(untrusted),
+        "slot_overhead_ms": calls.slot_overhead_ms(untrusted),
+        **({"spread_ms": turns_ms} if untrusted and turns_ms > timing.spread_ms else {}),
+        "cpu_overhead_ms": calls.cpu_overhead_ms(stolen_share), "cpu_waits_ms": calls.waits_ms(),
+        **({"steal_share": stolen_share} if cpu_accountable else {})})
+
+
 def time_scenario(state: JudgeState, scenario: Scenario, seed: int, rule: Rule, timing: TimingRule,
                   comparisons: tuple[str, ...], timeout_s: float, call_log: Path | None = None) -> list[Timing]:
     """Timings of the candidate, the initial kernel and each comparison, in that order."""
@@ -146,16 +161,9 @@ def time_scenario(state: JudgeState, scenario: Scenario, seed: int, rule: Rule, 
         for run in runs:
             native = natives.get(run.name)
             settled[run.name] = to_timing(run, flops).model_copy(update={"cover_mhz": _median_clock(run.impl)})
-            calls = native.calls if native is not None else None
-            if calls is not None and calls.claims_ms:
-                figure = run.name in UNTRUSTED  # each as the bound reads it: the trusted kernel over all its calls
-                settled[run.name] = settled[run.name].model_copy(update={
-                    "overhead_ms": calls.overhead_ms(figure), "drain_ms": stats.median(calls.drains_ms),
-                    "span_overhead_ms": calls.span_overhead_ms(figure),
-                    "close_overhead_ms": calls.close_overhead_ms(figure),
-                    "slot_overhead_ms": calls.slot_overhead_ms(figure),
-                    "cpu_overhead_ms": calls.cpu_overhead_ms(run_steal[0]), "cpu_waits_ms": calls.waits_ms(),
-                    **({"steal_share": run_steal[0]} if native and native.runner.cpu_accountable else {})})
+            if native is not None and native.calls.claims_ms:
+                settled[run.name] = with_calls(settled[run.name], native.calls, run.name in UNTRUSTED, run_steal[0],
+                                               native.runner.cpu_accountable)
         return [settled[name] for name in (*NATIVE, *comparisons)]
     finally:
         buffers.free()
