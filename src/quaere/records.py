@@ -50,6 +50,9 @@ class BuildResult(Record):
     log_tail: str = Field(description="Last lines of the compiler's output.")
     included_headers: tuple[str, ...] = Field(description="Headers the build read (from the -MD file).")
     duration_s: float
+    preprocessed: str = Field(default="", description="Path of the source's translation unit after the "
+                              "preprocessor (the same command with -E), for the audit's text rules; '' when it "
+                              "could not be made (the build log says why).")
 
 
 class AuditFinding(Record):

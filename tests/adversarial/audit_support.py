@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -21,6 +22,7 @@ import pytest
 
 from quaere.evaluate.audit import AuditContext, AuditReport, run_audit
 from quaere.evaluate.build import parse_depfile
+from quaere.evaluate.preprocess import preprocess_command
 from quaere.records import BuildResult, BuildStatus
 
 REPO = Path(__file__).resolve().parents[2]
@@ -60,8 +62,11 @@ def build_candidate(source: Path, out_dir: Path, *extra: str, tool: str = "c++")
     command = [compiler(tool), *flags, "-MD", "-MF", str(depfile), str(source), "-o", str(artifact), *extra]
     run(command, cwd=out_dir)
     headers = tuple(os.path.normpath(os.path.join(out_dir, h)) for h in parse_depfile(depfile.read_text()))
+    preprocessed = out_dir / (source.stem + ".ii")  # as build_source makes it, for the text rules
+    run(shlex.split(preprocess_command(shlex.join(command), preprocessed)), cwd=out_dir)
     return BuildResult(status=BuildStatus.OK, command=" ".join(command), artifact=str(artifact), log_tail="",
-                       included_headers=tuple(h for h in headers if h != str(source)), duration_s=0.0)
+                       included_headers=tuple(h for h in headers if h != str(source)), duration_s=0.0,
+                       preprocessed=str(preprocessed))
 
 
 def audit(build: BuildResult, source: Path, task_folder: Path, reference: BuildResult | None = None,

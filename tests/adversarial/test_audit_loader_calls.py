@@ -41,6 +41,22 @@ def test_an_encrypted_cubin_handed_to_the_module_loader_fails_the_audit(tmp_path
     assert rules_of(report) == {"source_device_code_loading"}
 
 
+def test_a_loader_name_the_preprocessor_builds_fails_the_audit_by_its_expansion(tmp_path: Path) -> None:
+    """The same cubin route, its loader's name stringified from a token paste and ``dlopen`` pasted too: the text as
+    written has neither, the build's translation unit (the same command with -E) has both, on their lines."""
+    source = ATTACKS / "loads_cubin_pasted.cu"
+    build = build_candidate(source, tmp_path, tool="nvcc")
+    report = audit(build, source, tmp_path)
+    assert evidence(report, "source_device_code_loading") == [
+        "loads_cubin_pasted.cu:20: cuModuleLoadData (after the preprocessor)"]
+    assert evidence(report, "source_library_loading") == [
+        "loads_cubin_pasted.cu:13: dlopen (after the preprocessor)",
+        "loads_cubin_pasted.cu:27: dlopen (after the preprocessor)"]
+    unexpanded = audit(build.model_copy(update={"preprocessed": ""}), source, tmp_path)
+    assert rules_of(unexpanded) == set()
+    assert any("after the preprocessor was not audited" in note for note in unexpanded.notes)
+
+
 def test_device_code_loaders_are_found_by_name_literals_included_comments_not() -> None:
     text = (
         '// no cuModuleLoadData, no nvrtcCompileProgram here\n'
@@ -54,8 +70,8 @@ def test_device_code_loaders_are_found_by_name_literals_included_comments_not() 
     assert [(h.line, h.text) for h in device_code_loading(text)] == [
         (2, "<nvrtc.h>"), (3, "cuLibraryLoadData"), (4, "__cudaRegisterFatBinary"), (5, "cuLinkAddData_v2"),
     ]
-    # Token pasting hides a name from the text (the module docstring's limit): the source is a witness of
-    # intent, and this rule's one route is the plain one.
+    # Token pasting hides a name from the text as written (the module docstring's limit); the audit also reads the
+    # text after the preprocessor (the test above).
     assert device_code_loading('#define L(a) cu##a\nL(ModuleLoadData)(&m, image);\n') == ()
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import json
 import os
 import shutil
 import subprocess
@@ -13,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from quaere.evaluate.build import build_source, parse_depfile
+from quaere.evaluate.preprocess import own_lines
 from quaere.records import BuildStatus
 
 
@@ -87,3 +89,31 @@ def test_the_build_runs_in_the_environment_it_is_handed(cpu_task, tmp_path: Path
                         env=env).status is BuildStatus.OK
     refused = build_source(spec, cpu_task.initial_kernel, tmp_path / "other" / "builds", cpu_task.folder)
     assert refused.status is BuildStatus.BUILD_FAILED and "status 1" in refused.log_tail
+
+
+def test_the_build_keeps_the_sources_translation_unit_for_the_audit(cpu_task, tmp_path: Path) -> None:
+    """The same command with -E, confined as the build: the source's own lines with its macros expanded. A command
+    that is not one compiler invocation builds, and its log says the text after the preprocessor was not made."""
+    source = tmp_path / "k.cpp"
+    source.write_text('#define GLUE(a, b) a##b\n'
+                      'extern "C" int GLUE(softmax, _rows)(const float*, float*, int, int) { return 0; }\n')
+    built = build_source(cpu_task.spec, source, tmp_path / "cache", cpu_task.folder)
+    assert built.status is BuildStatus.OK and Path(built.preprocessed).parent == Path(built.artifact).parent
+    assert own_lines(Path(built.preprocessed).read_text()).splitlines()[1].startswith('extern "C" int softmax_rows(')
+    chained = cpu_task.spec.model_copy(update={"build": "true && " + cpu_task.spec.build})
+    other = build_source(chained, source, tmp_path / "chained", cpu_task.folder)
+    assert other.status is BuildStatus.OK and other.preprocessed == ""
+    assert "not preprocessed for the audit: not one compiler invocation" in other.log_tail
+
+
+def test_a_build_cached_before_the_translation_unit_was_kept_is_built_again(cpu_task, tmp_path: Path) -> None:
+    source = tmp_path / "k.cpp"
+    source.write_text('extern "C" int softmax_rows(const float*, float*, int, int) { return 0; }\n')
+    first = build_source(cpu_task.spec, source, tmp_path / "cache", cpu_task.folder)
+    record = Path(first.artifact).parent / "build.json"
+    saved = json.loads(record.read_text())
+    del saved["result"]["preprocessed"]
+    record.write_text(json.dumps(saved))
+    Path(first.preprocessed).unlink()
+    again = build_source(cpu_task.spec, source, tmp_path / "cache", cpu_task.folder)
+    assert again.status is BuildStatus.OK and Path(again.preprocessed).exists()

@@ -181,10 +181,13 @@ def _inputs(build: BuildResult, banned: tuple[str, ...], context: AuditContext) 
             notes.append(f"include roots unknown, headers not checked: {exc}")
         if context.source is None:
             notes.append("the candidate's source was not given: its text was not audited")
+        elif build.status is BuildStatus.OK and not build.preprocessed:
+            notes.append("the source's text after the preprocessor was not audited (the build log says why)")
     reference = context.reference
     usable = reference is not None and reference.status is BuildStatus.OK and reference.artifact
     ref_path = Path(reference.artifact) if usable and reference is not None else None
-    return FactInputs(source=context.source, include_roots=roots, reference=ref_path), notes
+    preprocessed = Path(build.preprocessed) if build.preprocessed else None
+    return FactInputs(source=context.source, include_roots=roots, reference=ref_path, preprocessed=preprocessed), notes
 
 
 def run_audit(build: BuildResult, banned: tuple[str, ...], context: AuditContext = AuditContext()) -> AuditReport:

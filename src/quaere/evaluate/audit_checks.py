@@ -4,7 +4,7 @@ and rationales are :data:`quaere.evaluate.audit.RULES`, which turns evidence int
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from quaere.evaluate.artifact_scan import normal_section
@@ -133,25 +133,30 @@ def banned_fingerprints(facts: ArtifactFacts, fams: tuple[Family, ...]) -> tuple
 def host_interpreter(facts: ArtifactFacts, fams: tuple[Family, ...]) -> tuple[str, ...]:
     imported = tuple(f"{s.name} (undefined)" for s in facts.dynamic_symbols
                      if not s.defined and PYTHON_API.fullmatch(s.name.split("@", 1)[0]))
-    return imported + _source_lines(facts, python_api(facts.source_text))
+    return imported + _source_lines(facts, python_api)
 
 
-def _source_lines(facts: ArtifactFacts, hits: Iterable[SourceHit]) -> tuple[str, ...]:
+def _source_lines(facts: ArtifactFacts, scan: Callable[[str], Iterable[SourceHit]]) -> tuple[str, ...]:
+    """``scan``'s hits in the source as written, then those only its text after the preprocessor has (a name a macro
+    built: ``evaluate.preprocess``), each as ``file:line: text``."""
     name = Path(facts.source).name or "source"
-    return tuple(f"{name}:{hit.line}: {hit.text}" for hit in hits)
+    written = tuple(f"{name}:{hit.line}: {hit.text}" for hit in scan(facts.source_text))
+    expanded = tuple(f"{name}:{hit.line}: {hit.text} (after the preprocessor)"
+                     for hit in scan(facts.preprocessed_text) if f"{name}:{hit.line}: {hit.text}" not in written)
+    return written + tuple(dict.fromkeys(expanded))
 
 
 def source_embedding(facts: ArtifactFacts, fams: tuple[Family, ...]) -> tuple[str, ...]:
-    return _source_lines(facts, embedding_directives(facts.source_text))
+    return _source_lines(facts, embedding_directives)
 
 
 def source_library_loading(facts: ArtifactFacts, fams: tuple[Family, ...]) -> tuple[str, ...]:
-    return _source_lines(facts, library_loading(facts.source_text))
+    return _source_lines(facts, library_loading)
 
 
 def source_device_code_loading(facts: ArtifactFacts, fams: tuple[Family, ...]) -> tuple[str, ...]:
-    return _source_lines(facts, device_code_loading(facts.source_text))
+    return _source_lines(facts, device_code_loading)
 
 
 def source_system_calls(facts: ArtifactFacts, fams: tuple[Family, ...]) -> tuple[str, ...]:
-    return _source_lines(facts, raw_system_calls(facts.source_text))
+    return _source_lines(facts, raw_system_calls)

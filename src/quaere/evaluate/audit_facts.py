@@ -29,6 +29,7 @@ from quaere.evaluate.artifact_scan import (
 from quaere.evaluate.elf_sections import NotElf, Section, section_strings, sections_of
 from quaere.evaluate.families import MENTIONS_LIBRARY
 from quaere.evaluate.library_identity import dynamic_info, identify
+from quaere.evaluate.preprocess import own_lines
 
 TOOL_TIMEOUT_S = 120.0
 # Sections whose strings are kept: literals and initialised data (a library name handed to dlopen).
@@ -69,6 +70,7 @@ class ArtifactFacts:
     needed_libraries: tuple[NeededLibrary, ...] = ()  # NEEDED entries resolved here, by content
     source: str = ""  # path of the candidate's source; '' when not given
     source_text: str = ""
+    preprocessed_text: str = ""  # the source's own lines after the preprocessor (evaluate.preprocess); '' when not made
     missing_tools: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
 
@@ -165,6 +167,8 @@ class FactInputs:
     source: Path | None = None
     include_roots: tuple[str, ...] = ()
     reference: Path | None = None
+    preprocessed: Path | None = None
+    """The build's translation unit after the preprocessor (``BuildResult.preprocessed``), when it made one."""
 
 
 @dataclass(frozen=True)
@@ -242,6 +246,12 @@ def collect_facts(
             source_text = inputs.source.read_text(errors="replace")
         except OSError as exc:
             tools.notes.append(f"could not read the source {inputs.source}: {exc}")
+    preprocessed_text = ""
+    if inputs.preprocessed is not None:
+        try:
+            preprocessed_text = own_lines(inputs.preprocessed.read_text(errors="replace"))
+        except OSError as exc:
+            tools.notes.append(f"could not read the preprocessed source {inputs.preprocessed}: {exc}")
     return ArtifactFacts(
         artifact=path,
         included_headers=tuple(included_headers),
@@ -260,6 +270,7 @@ def collect_facts(
         needed_libraries=_needed_libraries(needed, scanned.runpath, artifact),
         source=str(inputs.source or ""),
         source_text=source_text,
+        preprocessed_text=preprocessed_text,
         missing_tools=tuple(dict.fromkeys(tools.missing)),
         notes=tuple(tools.notes),
     )

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from quaere.evaluate import isolation
 from quaere.evaluate.options import process_environment
+from quaere.evaluate.preprocess import PREPROCESSED_NAME, NotPreprocessable, preprocess_command
 from quaere.messages import printable
 from quaere.records import BuildResult, BuildStatus
 from quaere.task.spec import TaskSpec
@@ -123,6 +124,10 @@ def _cached(folder: Path, template: str, source: Path) -> tuple[BuildResult | No
         return None, ""
     if not Path(result.artifact).exists() or _headers_digest(result.included_headers) != saved.get("headers"):
         return None, ""
+    # A build cached before the audit read the preprocessed source, or whose translation unit is gone: built again,
+    # so that the text rules never silently lose it.
+    if "preprocessed" not in saved["result"] or (result.preprocessed and not Path(result.preprocessed).exists()):
+        return None, ""
     if _file_sha256(Path(result.artifact)) != saved.get("artifact_sha256"):
         return None, f"[quaere] the cached {result.artifact} no longer had the sha256 recorded at its build: rebuilt"
     return _for_source(result, saved, template, source, folder), ""
@@ -151,6 +156,25 @@ def _confined(command: str, source: Path, workdir: Path, scratch: Path, unreadab
     reads = isolation.read_roots([str(source)], env, str(scratch), unreadable,
                                  folders=[str(workdir), *_toolchain_folders(env.get("PATH", ""))])
     return isolation.confined_command(f"cd {shlex.quote(str(workdir))} && {command}", reads, (str(scratch), "/dev"))
+
+
+def _preprocess(command: str, source: Path, workdir: Path, scratch: Path, unreadable: Iterable[str],
+                env: Mapping[str, str], timeout_s: float) -> tuple[bool, str]:
+    """Write the source's translation unit after the preprocessor to ``scratch`` (:mod:`.preprocess`), confined as
+    the build was; (made, why not)."""
+    output = scratch / PREPROCESSED_NAME
+    try:
+        confined = _confined(preprocess_command(command, output), source, workdir, scratch, unreadable, env)
+        run = subprocess.run(confined, cwd=scratch, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             timeout=timeout_s, check=False, env={**env, "TMPDIR": str(scratch)})
+    except NotPreprocessable as exc:
+        return False, f"the source was not preprocessed for the audit: {exc}"
+    except subprocess.TimeoutExpired:
+        return False, f"the source was not preprocessed for the audit: timed out after {timeout_s:.0f} s"
+    if run.returncode != 0 or not output.exists():
+        tail = run.stdout.decode(errors="replace").strip().splitlines()[-1:]
+        return False, f"the source was not preprocessed for the audit (status {run.returncode}): {' '.join(tail)}"
+    return True, ""
 
 
 def build_source(
@@ -199,9 +223,13 @@ def build_source(
     prerequisites = parse_depfile(depfile.read_text()) if depfile.exists() else ()
     headers = tuple(os.path.normpath(os.path.join(workdir, p)) for p in prerequisites)
     headers = tuple(h for h in headers if h != str(source))
+    made, why = _preprocess(command, source, workdir, scratch, unreadable, env, timeout_s)
+    if why:
+        log = f"{log}\n[quaere] {why}"
+        (scratch / LOG_NAME).write_text(f"$ {shown}\n{log}")
     result = BuildResult(
         status=BuildStatus.OK, command=shown, artifact=str(final / ARTIFACT_NAME), log_tail=_tail(log),
-        included_headers=headers, duration_s=duration,
+        included_headers=headers, duration_s=duration, preprocessed=str(final / PREPROCESSED_NAME) if made else "",
     )
     record = {"result": result.model_dump(mode="json"), "headers": _headers_digest(headers), "source": str(source),
               "artifact_sha256": _file_sha256(scratch / ARTIFACT_NAME)}

@@ -5,7 +5,8 @@ string literals are kept where directives are searched, because ``asm(".incbin \
 one, and blanked where identifiers are searched. Blanking keeps every offset, so hits carry line numbers.
 
 The text is a witness of intent, not of effect: token pasting (``dl ## open``) or a macro from a header
-hides a name from it. The binary scans and the run-time guard judge the effect.
+hides a name from it, so the audit also runs these scans over the source's own lines after the preprocessor
+(:mod:`.preprocess`). The binary scans and the run-time guard judge the effect.
 """
 
 from __future__ import annotations
