@@ -102,9 +102,9 @@ class TimingRule(Strict):
     (the default): recorded, not judged; set it where its honest spread was measured (docs/security.md)."""
     slot_rel: float = Field(default=0.0005, ge=0)
     """Relative part of the same slack (a fraction of the candidate's median device time). Both ends of the turn and
-    the claim are device timestamps, so nothing in it grows with the call: on the H200 the initial kernel's 9.5 ms
-    calls read -2.0 and -1.2 us over itself, as its 0.3 ms calls did (docs/runs/2026-12-04/s28/). It is a margin for
-    calls longer than any measured, 0.05% (4.7 us at 9.5 ms)."""
+    the claim are device timestamps, so nothing in it grows with the call: on the H200 the initial kernel's 9.2-9.5 ms
+    calls read -0.1 to -2.0 us over itself, its 0.2-0.35 ms calls -0.4 and -0.6 us (docs/runs/2026-12-04/s28/). It is
+    a margin for calls longer than any measured, 0.05% (4.7 us at 9.5 ms)."""
     sample_slack: float = Field(default=2.0, ge=1)
     """A timed output's sampled error may reach this multiple of the bound of the full untimed check
     (the sample's inputs are fresh, so its error varies a little): a memoized or skipped output is off by
