@@ -120,6 +120,8 @@ def test_a_line_that_is_not_the_judges_record_is_named() -> None:
         read_call_log([good, '{"scenario": "s", "impl": "initial", "wall_ms": 1.0}'], "calls.jsonl")
     with pytest.raises(CallLogError, match="line 1: not JSON"):
         read_call_log(["{"])
+    with pytest.raises(CallLogError, match=r"calls.jsonl: line 2: field 'slot_ms' is 'soon' \(expected a number"):
+        read_call_log([good, good.replace('"close_ms": null', '"slot_ms": "soon"')], "calls.jsonl")
 
 
 def test_the_replay_script_prints_each_configurations_excess_and_verdict() -> None:

@@ -15,6 +15,8 @@ from quaere.evaluate.clock_bound import CallTimes, Doubt, doubt
 from quaere.task.spec import TimingRule
 
 NEEDED = ("scenario", "impl", "wall_ms", "device_ms")
+MEASURED = ("wall_ms", "device_ms", "drain_ms", "span_ms", "cpu_ms", "idle_cpu_ms", "queued_ms", "close_ms", "slot_ms")
+"""The judge's measurements of a call read back (ms; null, or absent in an older log, is NaN)."""
 
 
 class CallLogError(ValueError):
@@ -37,10 +39,10 @@ def read_call_log(lines: Iterable[str], source: str = "call log") -> dict[tuple[
             raise CallLogError(f"{source}: line {number}: field '{missing[0]}' missing (expected the judge's record "
                                f"of one timed call: {', '.join(NEEDED)}, and its measurements)")
         key = (str(record["scenario"]), str(record["impl"]))
-        cpu = _ms(record, "cpu_ms") + _ms(record, "idle_cpu_ms")
+        ms = {name: _ms(record, name, f"{source}: line {number}") for name in MEASURED}
         calls.setdefault(key, CallTimes()).add(
-            float(record["wall_ms"]), float(record["device_ms"]), _ms(record, "drain_ms"), _ms(record, "span_ms"),
-            cpu, _ms(record, "queued_ms"), _ms(record, "close_ms"), _ms(record, "slot_ms"))
+            ms["wall_ms"], ms["device_ms"], ms["drain_ms"], ms["span_ms"], ms["cpu_ms"] + ms["idle_cpu_ms"],
+            ms["queued_ms"], ms["close_ms"], ms["slot_ms"])
     return calls
 
 
@@ -54,6 +56,10 @@ def replay(calls: Mapping[tuple[str, str], CallTimes], rule: TimingRule, candida
             for scenario in scenarios if (scenario, candidate) in calls and (scenario, reference) in calls}
 
 
-def _ms(record: dict, name: str) -> float:
+def _ms(record: dict, name: str, where: str) -> float:
     value = record.get(name)
-    return math.nan if value is None else float(value)
+    if value is None:
+        return math.nan
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise CallLogError(f"{where}: field '{name}' is {value!r} (expected a number of milliseconds, or null)")
+    return float(value)
