@@ -158,23 +158,34 @@ def _confined(command: str, source: Path, workdir: Path, scratch: Path, unreadab
     return isolation.confined_command(f"cd {shlex.quote(str(workdir))} && {command}", reads, (str(scratch), "/dev"))
 
 
+def _run_confined(command: str, what: str, source: Path, workdir: Path, scratch: Path, unreadable: Iterable[str],
+                  env: Mapping[str, str], timeout_s: float) -> tuple[int, str]:
+    """``command`` run confined (:func:`_confined`) from ``scratch`` with ``TMPDIR`` there: its status and output
+    (-1 and a line saying ``what`` timed out, past ``timeout_s``)."""
+    try:
+        run = subprocess.run(
+            _confined(command, source, workdir, scratch, unreadable, env), cwd=scratch, stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, timeout=timeout_s, check=False, env={**env, "TMPDIR": str(scratch)},
+        )
+    except subprocess.TimeoutExpired as exc:
+        return -1, (exc.stdout or b"").decode(errors="replace") + f"\n[quaere] {what} timed out after {timeout_s:.0f} s"
+    return run.returncode, run.stdout.decode(errors="replace")
+
+
 def _preprocess(command: str, source: Path, workdir: Path, scratch: Path, unreadable: Iterable[str],
-                env: Mapping[str, str], timeout_s: float) -> tuple[bool, str]:
+                env: Mapping[str, str], timeout_s: float) -> str:
     """Write the source's translation unit after the preprocessor to ``scratch`` (:mod:`.preprocess`), confined as
-    the build was; (made, why not)."""
+    the build was; '' when it did, else why not."""
     output = scratch / PREPROCESSED_NAME
     try:
-        confined = _confined(preprocess_command(command, output), source, workdir, scratch, unreadable, env)
-        run = subprocess.run(confined, cwd=scratch, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                             timeout=timeout_s, check=False, env={**env, "TMPDIR": str(scratch)})
+        command = preprocess_command(command, output)
     except NotPreprocessable as exc:
-        return False, f"the source was not preprocessed for the audit: {exc}"
-    except subprocess.TimeoutExpired:
-        return False, f"the source was not preprocessed for the audit: timed out after {timeout_s:.0f} s"
-    if run.returncode != 0 or not output.exists():
-        tail = run.stdout.decode(errors="replace").strip().splitlines()[-1:]
-        return False, f"the source was not preprocessed for the audit (status {run.returncode}): {' '.join(tail)}"
-    return True, ""
+        return f"the source was not preprocessed for the audit: {exc}"
+    code, log = _run_confined(command, "the preprocessor", source, workdir, scratch, unreadable, env, timeout_s)
+    if code != 0 or not output.exists():
+        last = log.strip().splitlines()[-1:]
+        return f"the source was not preprocessed for the audit (status {code}): {' '.join(last)}"
+    return ""
 
 
 def build_source(
@@ -199,19 +210,10 @@ def build_source(
     command = render_command(spec.build, source, scratch / ARTIFACT_NAME, scratch / DEPFILE_NAME)
     shown = command.replace(str(scratch), str(final))
     started = time.monotonic()
-    try:
-        run = subprocess.run(
-            _confined(command, source, workdir, scratch, unreadable, env), cwd=scratch, stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT, timeout=timeout_s, check=False, env={**env, "TMPDIR": str(scratch)},
-        )
-        log, code = run.stdout.decode(errors="replace"), run.returncode
-    except subprocess.TimeoutExpired as exc:
-        log = (exc.stdout or b"").decode(errors="replace") + f"\n[quaere] build timed out after {timeout_s:.0f} s"
-        code = -1
+    code, log = _run_confined(command, "build", source, workdir, scratch, unreadable, env, timeout_s)
     duration = time.monotonic() - started
     if source.read_bytes() != source_bytes:  # never cache (or record) an artifact of other bytes than hashed
         code, log = -1, f"{log}\n[quaere] {source} changed while it was being built; evaluate it again"
-    (scratch / LOG_NAME).write_text(f"$ {shown}\n{log}")
     if code != 0 or not (scratch / ARTIFACT_NAME).exists():
         reason = f"[quaere] build failed (status {code})" if code else "[quaere] no artifact written"
         shutil.rmtree(scratch, ignore_errors=True)
@@ -223,13 +225,12 @@ def build_source(
     prerequisites = parse_depfile(depfile.read_text()) if depfile.exists() else ()
     headers = tuple(os.path.normpath(os.path.join(workdir, p)) for p in prerequisites)
     headers = tuple(h for h in headers if h != str(source))
-    made, why = _preprocess(command, source, workdir, scratch, unreadable, env, timeout_s)
-    if why:
-        log = f"{log}\n[quaere] {why}"
-        (scratch / LOG_NAME).write_text(f"$ {shown}\n{log}")
+    why = _preprocess(command, source, workdir, scratch, unreadable, env, timeout_s)
+    log = f"{log}\n[quaere] {why}" if why else log
+    (scratch / LOG_NAME).write_text(f"$ {shown}\n{log}")
     result = BuildResult(
         status=BuildStatus.OK, command=shown, artifact=str(final / ARTIFACT_NAME), log_tail=_tail(log),
-        included_headers=headers, duration_s=duration, preprocessed=str(final / PREPROCESSED_NAME) if made else "",
+        included_headers=headers, duration_s=duration, preprocessed="" if why else str(final / PREPROCESSED_NAME),
     )
     record = {"result": result.model_dump(mode="json"), "headers": _headers_digest(headers), "source": str(source),
               "artifact_sha256": _file_sha256(scratch / ARTIFACT_NAME)}
