@@ -57,6 +57,20 @@ def test_a_loader_name_the_preprocessor_builds_fails_the_audit_by_its_expansion(
     assert any("after the preprocessor was not audited" in note for note in unexpanded.notes)
 
 
+def test_loader_names_spelled_in_pieces_fail_the_audit_as_the_compiler_joins_them(tmp_path: Path) -> None:
+    """Adjacent literals (which the preprocessor leaves apart), an escape, a pointer past a prefix and a character
+    list: no loader's name is whole in either text, and each is found in the string the compiler stores."""
+    source = ATTACKS / "loads_cubin_spelled.cu"
+    report = audit(build_candidate(source, tmp_path, tool="nvcc"), source, tmp_path)
+    assert evidence(report, "source_device_code_loading") == [
+        "loads_cubin_spelled.cu:9: cuLinkAddData (in character list)",
+        "loads_cubin_spelled.cu:11: cuModuleLoadData (in joined literals)",
+        "loads_cubin_spelled.cu:13: cuModuleLoadDataEx (in a literal)",
+        "loads_cubin_spelled.cu:14: cuLibraryLoadData (in a literal)",
+    ]
+    assert rules_of(report) == {"source_device_code_loading"}
+
+
 def test_device_code_loaders_are_found_by_name_literals_included_comments_not() -> None:
     text = (
         '// no cuModuleLoadData, no nvrtcCompileProgram here\n'

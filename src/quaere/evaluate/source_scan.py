@@ -6,7 +6,10 @@ one, and blanked where identifiers are searched. Blanking keeps every offset, so
 
 The text is a witness of intent, not of effect: token pasting (``dl ## open``) or a macro from a header
 hides a name from it, so the audit also runs these scans over the source's own lines after the preprocessor
-(:mod:`.preprocess`). The binary scans and the run-time guard judge the effect.
+(:mod:`.preprocess`). A name a string spells in pieces (``"cuModule" "LoadData"``, ``"\\x63uModuleLoadData"``,
+``{'c', 'u', ...}``) is read as the compiler stores it (:mod:`.spelled`), and inside a string a name counts wherever
+it stands (``"_cuModuleLoadData" + 1`` hands the lookup the bare name). The binary scans and the run-time guard
+judge the effect.
 """
 
 from __future__ import annotations
@@ -14,8 +17,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from .spelled import spelled_strings
+
+# A raw string first: its body may hold quotes and comment openers, which must not shift what reads as code.
 _COMMENT_OR_LITERAL = re.compile(
-    r"//[^\n]*|/\*.*?\*/|\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'", re.DOTALL
+    r"//[^\n]*|/\*.*?\*/|(?<!\w)(?:u8|u|U|L)?R\"(?P<delim>[^()\\\s\"]{0,16})\(.*?\)(?P=delim)\""
+    r"|\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'", re.DOTALL
 )
 
 # Put a file's bytes, or bytes in a section of the candidate's choosing, into the artifact.
@@ -39,6 +46,8 @@ DEVICE_CODE_LOADING = re.compile(
     r"|__cudaRegister(?:FatBinary|Function|LinkedBinary|Var)\w*|nvrtc[A-Z]\w*|nvJitLink[A-Z]\w*|nvPTXCompiler\w*)"
     r"|<\s*(?:nvrtc|nvJitLink|nvPTXCompiler)\.h\s*>"
 )
+# The same names anywhere inside a string: a lookup can be handed a pointer past a prefix.
+DEVICE_CODE_LOADING_IN_STRINGS = re.compile(DEVICE_CODE_LOADING.pattern.replace(r"\b", ""))
 # Talk to the kernel directly: no library is involved, but it is how one would map a file unseen by the guard.
 RAW_SYSTEM_CALLS = re.compile(r"\bsyscall\s*\(|\b__NR_\w+|\bSYS_\w+|\bmemfd_create\b|\bmmap(?:64)?\s*\(")
 
@@ -51,7 +60,7 @@ class SourceHit:
 
 def _blank(match: re.Match[str], keep_literals: bool) -> str:
     token = match.group()
-    if keep_literals and token[0] in "\"'":
+    if keep_literals and not token.startswith(("//", "/*")):
         return token
     return re.sub(r"[^\n]", " ", token)
 
@@ -65,6 +74,20 @@ def _hits(pattern: re.Pattern[str], text: str) -> tuple[SourceHit, ...]:
     return tuple(SourceHit(text.count("\n", 0, m.start()) + 1, m.group().strip()) for m in pattern.finditer(text))
 
 
+def _with_strings(pattern: re.Pattern[str], in_strings: re.Pattern[str], text: str) -> tuple[SourceHit, ...]:
+    """``pattern``'s hits in ``text`` (comments blanked, literals kept), then ``in_strings``' hits in the strings
+    it spells that the first pass did not report on the same line, each marked with how the string was spelled."""
+    kept = without_comments(text, keep_literals=True)
+    hits = list(_hits(pattern, kept))
+    seen = {(hit.line, hit.text) for hit in hits}
+    for spelled in spelled_strings(kept):
+        for match in in_strings.finditer(spelled.value):
+            if (spelled.line, match.group()) not in seen:
+                seen.add((spelled.line, match.group()))
+                hits.append(SourceHit(spelled.line, f"{match.group()} (in {spelled.how})"))
+    return tuple(sorted(hits, key=lambda hit: hit.line))
+
+
 def embedding_directives(text: str) -> tuple[SourceHit, ...]:
     """``.incbin``, ``#embed``, ``.section``/``.pushsection`` and ``.symver`` outside comments."""
     return _hits(EMBEDDING, without_comments(text, keep_literals=True))
@@ -76,14 +99,16 @@ def library_loading(text: str) -> tuple[SourceHit, ...]:
 
 
 def python_api(text: str) -> tuple[SourceHit, ...]:
-    """Python C-API names outside comments, string literals included (a name passed to a lookup)."""
-    return _hits(PYTHON_API, without_comments(text, keep_literals=True))
+    """Python C-API names outside comments, string literals included (a name passed to a lookup), and in the strings
+    the source spells in pieces."""
+    return _with_strings(PYTHON_API, PYTHON_API, text)
 
 
 def device_code_loading(text: str) -> tuple[SourceHit, ...]:
     """Device-code loaders, linkers, fat-binary registration and run-time compilers named outside comments,
-    string literals included (``cudaGetDriverEntryPointByVersion("cuModuleLoadData", ...)``)."""
-    return _hits(DEVICE_CODE_LOADING, without_comments(text, keep_literals=True))
+    string literals included (``cudaGetDriverEntryPointByVersion("cuModuleLoadData", ...)``), and anywhere inside
+    the strings the source spells, whole or in pieces."""
+    return _with_strings(DEVICE_CODE_LOADING, DEVICE_CODE_LOADING_IN_STRINGS, text)
 
 
 def raw_system_calls(text: str) -> tuple[SourceHit, ...]:
