@@ -4,7 +4,8 @@ through raw system calls, or bring device code in through the driver's module lo
 Defences: ``source_library_loading`` (the loader's entry points named in the source fail the audit),
 ``source_system_calls`` (a warning: syscalls load no library; the maps diff judges what gets mapped),
 ``source_device_code_loading`` (a device-code loader, linker, registration or run-time compiler named in the
-source, a string passed to an entry-point lookup included, fails the audit), and the shim interposing every
+source, a string passed to an entry-point lookup included, fails the audit), ``source_entry_point_lookup`` (a
+lookup handed anything but literals, or asked for the lookup itself, fails it), and the shim interposing every
 lookup door while keeping the caller's own loader semantics.
 """
 
@@ -15,6 +16,7 @@ from pathlib import Path
 from quaere.evaluate.source_scan import (
     device_code_loading,
     embedding_directives,
+    entry_point_lookups,
     library_loading,
     raw_system_calls,
     without_comments,
@@ -38,7 +40,10 @@ def test_an_encrypted_cubin_handed_to_the_module_loader_fails_the_audit(tmp_path
     source = ATTACKS / "loads_cubin_blob.cu"
     report = audit(build_candidate(source, tmp_path, tool="nvcc"), source, tmp_path)
     assert evidence(report, "source_device_code_loading") == ["loads_cubin_blob.cu:9: cuModuleLoadData"]
-    assert rules_of(report) == {"source_device_code_loading"}
+    # The lookup is handed the array, not a literal: the lookup rule fails it too.
+    assert evidence(report, "source_entry_point_lookup") == [
+        "loads_cubin_blob.cu:16: cudaGetDriverEntryPointByVersion (its name is not a literal)"]
+    assert rules_of(report) == {"source_device_code_loading", "source_entry_point_lookup"}
 
 
 def test_a_loader_name_the_preprocessor_builds_fails_the_audit_by_its_expansion(tmp_path: Path) -> None:
@@ -53,7 +58,8 @@ def test_a_loader_name_the_preprocessor_builds_fails_the_audit_by_its_expansion(
         "loads_cubin_pasted.cu:13: dlopen (after the preprocessor)",
         "loads_cubin_pasted.cu:27: dlopen (after the preprocessor)"]
     unexpanded = audit(build.model_copy(update={"preprocessed": ""}), source, tmp_path)
-    assert rules_of(unexpanded) == set()
+    # Without the translation unit no name is seen; the lookup handed a macro rather than a literal still is.
+    assert rules_of(unexpanded) == {"source_entry_point_lookup"}
     assert any("after the preprocessor was not audited" in note for note in unexpanded.notes)
 
 
@@ -68,7 +74,43 @@ def test_loader_names_spelled_in_pieces_fail_the_audit_as_the_compiler_joins_the
         "loads_cubin_spelled.cu:13: cuModuleLoadDataEx (in a literal)",
         "loads_cubin_spelled.cu:14: cuLibraryLoadData (in a literal)",
     ]
-    assert rules_of(report) == {"source_device_code_loading"}
+    assert rules_of(report) == {"source_device_code_loading", "source_entry_point_lookup"}
+
+
+def test_a_lookup_handed_a_name_built_at_run_time_fails_the_audit(tmp_path: Path) -> None:
+    """The loader's name XOR-ed in a byte array, decoded into a buffer the lookup is handed: no text holds the name,
+    so the rule is on the lookup's argument. The honest kernels' lookups (a literal) pass, see the clean tests."""
+    source = ATTACKS / "looks_up_built_name.cu"
+    report = audit(build_candidate(source, tmp_path, tool="nvcc"), source, tmp_path)
+    assert evidence(report, "source_entry_point_lookup") == [
+        "looks_up_built_name.cu:21: cudaGetDriverEntryPointByVersion (its name is not a literal)",
+        "looks_up_built_name.cu:22: cudaGetDriverEntryPointByVersion (its name is not a literal)",
+        "looks_up_built_name.cu:24: cuGetProcAddress (in a literal)",
+    ]
+    assert rules_of(report) == {"source_entry_point_lookup"}
+
+
+def test_entry_point_lookups_pass_with_literal_names_only() -> None:
+    text = (
+        '// cudaGetDriverEntryPoint(name) in a comment\n'
+        'cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &q);\n'
+        'cudaGetDriverEntryPointByVersion(\n    "cuTensor" "MapEncodeTiled", &p, 12000, cudaEnableDefault, &q);\n'
+        'puts("cudaGetDriverEntryPoint failed");\n'
+        'cudaGetDriverEntryPoint(("x", name), &p, 0);\n'
+        '#define LOOK(n) cuGetProcAddress_v2(n, &p, 0, 0, 0)\n'
+        'cudaGetExportTable(&table, &id);\n'
+    )
+    assert [(h.line, h.text) for h in entry_point_lookups(text)] == [
+        (6, "cudaGetDriverEntryPoint (its name is not a literal)"),
+        (7, "cuGetProcAddress_v2 (its name is not a literal)"),
+        (8, "cudaGetExportTable"),
+    ]
+
+
+def test_walking_the_loaded_objects_by_hand_is_library_loading() -> None:
+    text = "#include <link.h>\nint n = dl_iterate_phdr(cb, 0);\nstruct link_map* m; dladdr(p, &info);\n"
+    assert [(h.line, h.text) for h in library_loading(text)] == [
+        (1, "<link.h>"), (2, "dl_iterate_phdr"), (3, "link_map"), (3, "dladdr")]
 
 
 def test_device_code_loaders_are_found_by_name_literals_included_comments_not() -> None:

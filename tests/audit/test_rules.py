@@ -55,6 +55,7 @@ ADVERSARIAL = {
     "source_library_loading": "test_audit_loader_calls.py",
     "source_system_calls": "test_audit_loader_calls.py",
     "source_device_code_loading": "test_audit_loader_calls.py",
+    "source_entry_point_lookup": "test_audit_loader_calls.py",
 }
 
 

@@ -134,6 +134,11 @@ RULES: tuple[Rule, ...] = (
          "cuLibraryLoadData, __cudaRegisterFatBinary, nvrtc...): the kernel's device code is what nvcc built "
          "from this file; a loader is how a cubin lifted from a library, hidden in an encrypted array, gets in.",
          _ANY_FAMILY, checks.source_device_code_loading),
+    Rule("source_entry_point_lookup",
+         "The source asks the driver's entry-point lookup for a name it does not write as a literal, or for the "
+         "lookup itself or the runtime's export tables: a kernel needs a fixed few (cuTensorMapEncodeTiled); a "
+         "name built at run time is how a loader is reached where no text rule can read it.",
+         _ANY_FAMILY, checks.source_entry_point_lookup),
 )
 
 WARNING_RULES: tuple[Rule, ...] = (

@@ -16,6 +16,7 @@ from quaere.evaluate.source_scan import (
     SourceHit,
     device_code_loading,
     embedding_directives,
+    entry_point_lookups,
     library_loading,
     python_api,
     raw_system_calls,
@@ -160,3 +161,7 @@ def source_device_code_loading(facts: ArtifactFacts, fams: tuple[Family, ...]) -
 
 def source_system_calls(facts: ArtifactFacts, fams: tuple[Family, ...]) -> tuple[str, ...]:
     return _source_lines(facts, raw_system_calls)
+
+
+def source_entry_point_lookup(facts: ArtifactFacts, fams: tuple[Family, ...]) -> tuple[str, ...]:
+    return _source_lines(facts, entry_point_lookups)

@@ -4,8 +4,8 @@ The text rules (:mod:`.source_scan`) read what the candidate wrote, so a name bu
 there: ``GLUE(cuModule, LoadData)`` with ``#define GLUE(a, b) a##b``, or ``STR(...)`` around it for an entry-point
 lookup, or a header macro. The build command, run again with ``-E`` in the same confinement, writes the translation
 unit; the lines its markers attribute to the candidate's file, at their line numbers there, are what the compiler saw
-of it, with every macro expanded. Headers' own lines are left out (``cuda.h`` declares every loader). What this does
-not see: a name split over adjacent string literals (the preprocessor does not join them) or decoded at run time.
+of it, with every macro expanded. Headers' own lines are left out (``cuda.h`` declares every loader). Adjacent string
+literals stay apart here (the compiler joins them later): :mod:`.spelled` reads them joined, in both texts.
 """
 
 from __future__ import annotations

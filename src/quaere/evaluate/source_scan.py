@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .spelled import spelled_strings
+from .spelled import LITERAL_ARGUMENT, spelled_strings
 
 # A raw string first: its body may hold quotes and comment openers, which must not shift what reads as code.
 _COMMENT_OR_LITERAL = re.compile(
@@ -30,8 +30,10 @@ EMBEDDING = re.compile(
     r"\.incbin\b|\bincbin\b|^\s*#\s*embed\b|__has_embed\b|\.(?:push)?section\b|\.symver\b", re.MULTILINE
 )
 # Load a library or look a symbol up at run time, through the loader's public or private entry points.
+# Walking the loaded objects by hand (dl_iterate_phdr, the link map, dladdr) is how a symbol is found without a lookup.
 LIBRARY_LOADING = re.compile(
-    r"\b(?:dlopen|dlmopen|dlsym|dlvsym|dlinfo|__libc_dlopen_mode|__libc_dlsym|_dl_open)\b|<\s*dlfcn\.h\s*>"
+    r"\b(?:dlopen|dlmopen|dlsym|dlvsym|dlinfo|dladdr1?|dl_iterate_phdr|__libc_dlopen_mode|__libc_dlsym|__libc_dlvsym"
+    r"|_dl_open|_dl_sym|_dl_vsym|_dl_find_object|_r_debug|r_debug|link_map)\b|<\s*(?:dlfcn|link)\.h\s*>"
 )
 # Name the Python C-API (a runner is a Python process): the route to rewriting its timing and its replies.
 PYTHON_API = re.compile(
@@ -48,6 +50,11 @@ DEVICE_CODE_LOADING = re.compile(
 )
 # The same names anywhere inside a string: a lookup can be handed a pointer past a prefix.
 DEVICE_CODE_LOADING_IN_STRINGS = re.compile(DEVICE_CODE_LOADING.pattern.replace(r"\b", ""))
+# The driver's entry-point lookups, which take a function's name as a string, and the runtime's undocumented tables.
+ENTRY_POINT_LOOKUP = re.compile(r"\b(?:cudaGetDriverEntryPoint\w*|cuGetProcAddress\w*)")
+EXPORT_TABLES = re.compile(r"\bcu(?:da)?GetExportTable\w*")
+# Inside a string: asking the lookup for itself, or for the export tables, hands back a door that takes any name.
+LOOKUP_NAMES_IN_STRINGS = re.compile(r"cuGetProcAddress\w*|cu(?:da)?GetExportTable\w*")
 # Talk to the kernel directly: no library is involved, but it is how one would map a file unseen by the guard.
 RAW_SYSTEM_CALLS = re.compile(r"\bsyscall\s*\(|\b__NR_\w+|\bSYS_\w+|\bmemfd_create\b|\bmmap(?:64)?\s*\(")
 
@@ -74,17 +81,24 @@ def _hits(pattern: re.Pattern[str], text: str) -> tuple[SourceHit, ...]:
     return tuple(SourceHit(text.count("\n", 0, m.start()) + 1, m.group().strip()) for m in pattern.finditer(text))
 
 
-def _with_strings(pattern: re.Pattern[str], in_strings: re.Pattern[str], text: str) -> tuple[SourceHit, ...]:
-    """``pattern``'s hits in ``text`` (comments blanked, literals kept), then ``in_strings``' hits in the strings
-    it spells that the first pass did not report on the same line, each marked with how the string was spelled."""
-    kept = without_comments(text, keep_literals=True)
-    hits = list(_hits(pattern, kept))
-    seen = {(hit.line, hit.text) for hit in hits}
+def _string_hits(in_strings: re.Pattern[str], kept: str, reported: set[tuple[int, str]]) -> list[SourceHit]:
+    """``in_strings``' hits in the strings ``kept`` spells (comments blanked, literals kept), each marked with how the
+    string was spelled, leaving out a name already ``reported`` on the same line."""
+    hits = []
     for spelled in spelled_strings(kept):
         for match in in_strings.finditer(spelled.value):
-            if (spelled.line, match.group()) not in seen:
-                seen.add((spelled.line, match.group()))
+            if (spelled.line, match.group()) not in reported:
+                reported.add((spelled.line, match.group()))
                 hits.append(SourceHit(spelled.line, f"{match.group()} (in {spelled.how})"))
+    return hits
+
+
+def _with_strings(pattern: re.Pattern[str], in_strings: re.Pattern[str], text: str) -> tuple[SourceHit, ...]:
+    """``pattern``'s hits in ``text`` (comments blanked, literals kept), then ``in_strings``' hits in the strings
+    it spells that the first pass did not report on the same line, in line order."""
+    kept = without_comments(text, keep_literals=True)
+    hits = list(_hits(pattern, kept))
+    hits += _string_hits(in_strings, kept, {(hit.line, hit.text) for hit in hits})
     return tuple(sorted(hits, key=lambda hit: hit.line))
 
 
@@ -109,6 +123,19 @@ def device_code_loading(text: str) -> tuple[SourceHit, ...]:
     string literals included (``cudaGetDriverEntryPointByVersion("cuModuleLoadData", ...)``), and anywhere inside
     the strings the source spells, whole or in pieces."""
     return _with_strings(DEVICE_CODE_LOADING, DEVICE_CODE_LOADING_IN_STRINGS, text)
+
+
+def entry_point_lookups(text: str) -> tuple[SourceHit, ...]:
+    """Entry-point lookups whose name argument is not string literals alone (a name built at run time, a pointer to
+    the lookup, a macro's parameter), the export tables named in code, and the lookup or the tables named in a
+    string (asked of the lookup, they return a door that takes any name)."""
+    kept = without_comments(text, keep_literals=True)
+    code = without_comments(text, keep_literals=False)  # the same offsets, strings blanked: only code names a call
+    hits = [SourceHit(code.count("\n", 0, m.start()) + 1, f"{m.group()} (its name is not a literal)")
+            for m in ENTRY_POINT_LOOKUP.finditer(code) if not LITERAL_ARGUMENT.match(kept, m.end())]
+    hits += _hits(EXPORT_TABLES, code)
+    hits += _string_hits(LOOKUP_NAMES_IN_STRINGS, kept, set())
+    return tuple(sorted(hits, key=lambda hit: hit.line))
 
 
 def raw_system_calls(text: str) -> tuple[SourceHit, ...]:

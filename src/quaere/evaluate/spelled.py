@@ -22,6 +22,12 @@ _CHAR = _PREFIX + r"'(?:\\.|[^'\\\n])+'"
 # Raw first: R"(...)" would otherwise read as the identifier R and a plain literal; character literals are matched
 # so that a quote inside one ('"') does not open a string.
 _TOKEN = re.compile(f"(?P<string>{_RAW}|{_PLAIN})|{_CHAR}", re.DOTALL)
+# One argument that is nothing but string literals: what the compiler can hand a function as a fixed name.
+LITERAL_ARGUMENT = re.compile(
+    r"\s*\(\s*(?:{raw}|{plain})(?:\s*(?:{raw1}|{plain}))*\s*[,)]".format(
+        raw=_RAW.replace("delim", "d0").replace("body", "b0"), raw1=_RAW.replace("delim", "d1").replace("body", "b1"),
+        plain=_PLAIN),
+    re.DOTALL)
 _ESCAPE = re.compile(r"\\(?:x([0-9A-Fa-f]+)|([0-7]{1,3})|u([0-9A-Fa-f]{4})|U([0-9A-Fa-f]{8})|(.))", re.DOTALL)
 _SIMPLE = {"n": "\n", "t": "\t", "r": "\r", "a": "\a", "b": "\b", "f": "\f", "v": "\v"}
 

@@ -1,0 +1,55 @@
+"""The shipped kernel and every task's initial kernel pass each text rule, as written and after their task's own
+build command's preprocessor: a text rule that condemned an honest kernel would fail every evaluation of it.
+
+These are the sources whose lookups, asm strings and tables the newer rules read (``source_entry_point_lookup``,
+the strings spelled in pieces); the full audit of their built artifacts runs on the GPU machine
+(``test_gpu_attacks.py``).
+"""
+
+from __future__ import annotations
+
+import shlex
+import shutil
+import subprocess
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from quaere.evaluate.preprocess import own_lines, preprocess_command
+from quaere.evaluate.source_scan import (
+    device_code_loading,
+    embedding_directives,
+    entry_point_lookups,
+    library_loading,
+    python_api,
+    raw_system_calls,
+)
+
+REPO = Path(__file__).resolve().parents[2]
+TASKS = REPO / "src" / "quaere" / "task" / "tasks"
+SCANS = (device_code_loading, embedding_directives, entry_point_lookups, library_loading, python_api,
+         raw_system_calls)
+HONEST = [("flash_attention_hopper", REPO / "kernels" / "flash_attention_hopper.cu"),
+          ("flash_attention_hopper", TASKS / "flash_attention_hopper" / "kernel.cu"),
+          ("rmsnorm_hopper", TASKS / "rmsnorm_hopper" / "kernel.cu"),
+          ("cpu_softmax", TASKS / "cpu_softmax" / "kernel.cpp")]
+
+
+def _preprocessed(task: str, source: Path, out: Path) -> str:
+    build = tomllib.loads((TASKS / task / "task.toml").read_text())["build"]
+    command = build.format(source=shlex.quote(str(source)), output=out / "k.so", depfile=out / "k.d")
+    compiler = shlex.split(command)[0]
+    if shutil.which(compiler) is None:
+        pytest.skip(f"{compiler} is not on PATH")
+    subprocess.run(shlex.split(preprocess_command(command, out / "k.ii")), check=True, cwd=out, capture_output=True)
+    return own_lines((out / "k.ii").read_text())
+
+
+@pytest.mark.parametrize(("task", "source"), HONEST, ids=[f"{t}:{s.name}" for t, s in HONEST])
+def test_an_honest_kernel_passes_every_text_rule(task: str, source: Path, tmp_path: Path) -> None:
+    expanded = _preprocessed(task, source, tmp_path)
+    assert expanded.count("\n") > 10  # the main file's own lines were found
+    for scan in SCANS:
+        assert scan(source.read_text()) == (), scan.__name__
+        assert scan(expanded) == (), f"{scan.__name__} (after the preprocessor)"
