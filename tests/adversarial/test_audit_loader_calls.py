@@ -79,13 +79,16 @@ def test_loader_names_spelled_in_pieces_fail_the_audit_as_the_compiler_joins_the
 
 def test_a_lookup_handed_a_name_built_at_run_time_fails_the_audit(tmp_path: Path) -> None:
     """The loader's name XOR-ed in a byte array, decoded into a buffer the lookup is handed: no text holds the name,
-    so the rule is on the lookup's argument. The honest kernels' lookups (a literal) pass, see the clean tests."""
+    so the rule is on the lookup's argument, and on the static runtime's own lookup (a global symbol it does not
+    declare) named at all. The honest kernels' lookups (a literal) pass, see the clean tests."""
     source = ATTACKS / "looks_up_built_name.cu"
     report = audit(build_candidate(source, tmp_path, tool="nvcc"), source, tmp_path)
     assert evidence(report, "source_entry_point_lookup") == [
-        "looks_up_built_name.cu:21: cudaGetDriverEntryPointByVersion (its name is not a literal)",
-        "looks_up_built_name.cu:22: cudaGetDriverEntryPointByVersion (its name is not a literal)",
-        "looks_up_built_name.cu:24: cuGetProcAddress (in a literal)",
+        "looks_up_built_name.cu:14: __cudaGetProcAddress",
+        "looks_up_built_name.cu:23: cudaGetDriverEntryPointByVersion (its name is not a literal)",
+        "looks_up_built_name.cu:24: cudaGetDriverEntryPointByVersion (its name is not a literal)",
+        "looks_up_built_name.cu:26: cuGetProcAddress (in a literal)",
+        "looks_up_built_name.cu:28: __cudaGetProcAddress",
     ]
     assert rules_of(report) == {"source_entry_point_lookup"}
 
@@ -99,11 +102,13 @@ def test_entry_point_lookups_pass_with_literal_names_only() -> None:
         'cudaGetDriverEntryPoint(("x", name), &p, 0);\n'
         '#define LOOK(n) cuGetProcAddress_v2(n, &p, 0, 0, 0)\n'
         'cudaGetExportTable(&table, &id);\n'
+        'libcudart_static_0056bd52(name); __cudaGetProcAddress(name, &p, 0, 0, 0);\n'
     )
     assert [(h.line, h.text) for h in entry_point_lookups(text)] == [
         (6, "cudaGetDriverEntryPoint (its name is not a literal)"),
         (7, "cuGetProcAddress_v2 (its name is not a literal)"),
         (8, "cudaGetExportTable"),
+        (9, "libcudart_static_0056bd52"), (9, "__cudaGetProcAddress"),
     ]
 
 

@@ -52,7 +52,10 @@ DEVICE_CODE_LOADING = re.compile(
 DEVICE_CODE_LOADING_IN_STRINGS = re.compile(DEVICE_CODE_LOADING.pattern.replace(r"\b", ""))
 # The driver's entry-point lookups, which take a function's name as a string, and the runtime's undocumented tables.
 ENTRY_POINT_LOOKUP = re.compile(r"\b(?:cudaGetDriverEntryPoint\w*|cuGetProcAddress\w*)")
-EXPORT_TABLES = re.compile(r"\bcu(?:da)?GetExportTable\w*")
+# The runtime's undocumented doors: its export tables and the global symbols of the static runtime that are not its
+# API (``__cudaGetProcAddress`` is a lookup by any name; ``libcudart_static_<hash>`` are its internals). nvcc's
+# generated code calls some (``__cudaRegisterFunction``); a source, and its own lines after -E, never does.
+RUNTIME_INTERNALS = re.compile(r"\b(?:cu(?:da)?GetExportTable\w*|__cuda[A-Za-z]\w*|libcudart_static_\w+|__cudart\d\w*)")
 # Inside a string: asking the lookup for itself, or for the export tables, hands back a door that takes any name.
 LOOKUP_NAMES_IN_STRINGS = re.compile(r"cuGetProcAddress\w*|cu(?:da)?GetExportTable\w*")
 # Talk to the kernel directly: no library is involved, but it is how one would map a file unseen by the guard.
@@ -127,13 +130,13 @@ def device_code_loading(text: str) -> tuple[SourceHit, ...]:
 
 def entry_point_lookups(text: str) -> tuple[SourceHit, ...]:
     """Entry-point lookups whose name argument is not string literals alone (a name built at run time, a pointer to
-    the lookup, a macro's parameter), the export tables named in code, and the lookup or the tables named in a
-    string (asked of the lookup, they return a door that takes any name)."""
+    the lookup, a macro's parameter), the runtime's internals named in code (its export tables, ``__cuda*``), and
+    the lookup or the tables named in a string (asked of the lookup, they return a door that takes any name)."""
     kept = without_comments(text, keep_literals=True)
     code = without_comments(text, keep_literals=False)  # the same offsets, strings blanked: only code names a call
     hits = [SourceHit(code.count("\n", 0, m.start()) + 1, f"{m.group()} (its name is not a literal)")
             for m in ENTRY_POINT_LOOKUP.finditer(code) if not LITERAL_ARGUMENT.match(kept, m.end())]
-    hits += _hits(EXPORT_TABLES, code)
+    hits += _hits(RUNTIME_INTERNALS, code)
     hits += _string_hits(LOOKUP_NAMES_IN_STRINGS, kept, set())
     return tuple(sorted(hits, key=lambda hit: hit.line))
 
