@@ -5,8 +5,9 @@ Defences: ``source_library_loading`` (the loader's entry points named in the sou
 ``source_system_calls`` (a warning: syscalls load no library; the maps diff judges what gets mapped),
 ``source_device_code_loading`` (a device-code loader, linker, registration or run-time compiler named in the
 source, a string passed to an entry-point lookup included, fails the audit), ``source_entry_point_lookup`` (a
-lookup handed anything but literals, or asked for the lookup itself, fails it), and the shim interposing every
-lookup door while keeping the caller's own loader semantics.
+lookup handed anything but literals, or asked for the lookup itself, fails it), ``source_symbol_binding`` (a name of
+the source's own bound to a symbol spelled in a string, an asm label or an alias, fails it), and the shim
+interposing every lookup door while keeping the caller's own loader semantics.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from quaere.evaluate.source_scan import (
     entry_point_lookups,
     library_loading,
     raw_system_calls,
+    symbol_bindings,
     without_comments,
 )
 
@@ -116,6 +118,26 @@ def test_walking_the_loaded_objects_by_hand_is_library_loading() -> None:
     text = "#include <link.h>\nint n = dl_iterate_phdr(cb, 0);\nstruct link_map* m; dladdr(p, &info);\n"
     assert [(h.line, h.text) for h in library_loading(text)] == [
         (1, "<link.h>"), (2, "dl_iterate_phdr"), (3, "link_map"), (3, "dladdr")]
+
+
+def test_a_loader_bound_to_a_name_of_the_sources_own_fails_the_audit(tmp_path: Path) -> None:
+    """``void* my_open(const char*, int) asm("dlopen")`` links to dlopen (the artifact imports it, as the static
+    runtime's own import does, so the binary cannot tell); the binding itself is what the source shows."""
+    source = ATTACKS / "binds_loader_by_label.cu"
+    report = audit(build_candidate(source, tmp_path, tool="nvcc"), source, tmp_path)
+    assert evidence(report, "source_symbol_binding") == [
+        'binds_loader_by_label.cu:3: asm label "dlopen"', 'binds_loader_by_label.cu:4: asm label "dlsym"',
+        'binds_loader_by_label.cu:6: alias("real_f")', 'binds_loader_by_label.cu:7: weakref("dlopen")',
+    ]
+    assert rules_of(report) == {"source_symbol_binding"}
+
+
+def test_asm_statements_are_not_labels_and_bindings_spelled_in_pieces_are() -> None:
+    text = ('if (x) asm("trap;");\nelse asm("exit;");\nvoid f() { asm volatile("nop;"); }\n'
+            'int v asm("dl" "sym");\n#pragma redefine_extname o dlopen\n'
+            'int g(int) __attribute__((__weakref__("dlv\\x73ym")));\n')
+    assert [(h.line, h.text) for h in symbol_bindings(text)] == [
+        (4, 'asm label "dlsym"'), (5, "#pragma redefine_extname"), (6, 'weakref("dlvsym")')]
 
 
 def test_device_code_loaders_are_found_by_name_literals_included_comments_not() -> None:

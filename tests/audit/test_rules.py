@@ -56,6 +56,7 @@ ADVERSARIAL = {
     "source_system_calls": "test_audit_loader_calls.py",
     "source_device_code_loading": "test_audit_loader_calls.py",
     "source_entry_point_lookup": "test_audit_loader_calls.py",
+    "source_symbol_binding": "test_audit_loader_calls.py",
 }
 
 

@@ -139,6 +139,11 @@ RULES: tuple[Rule, ...] = (
          "lookup itself or the runtime's export tables: a kernel needs a fixed few (cuTensorMapEncodeTiled); a "
          "name built at run time is how a loader is reached where no text rule can read it.",
          _ANY_FAMILY, checks.source_entry_point_lookup),
+    Rule("source_symbol_binding",
+         "The source binds a name of its own to a symbol spelled in a string (an asm label on a declaration, "
+         "alias/weakref/ifunc/symver, #pragma redefine_extname): a kernel has no need to rename symbols, and it is "
+         "how dlopen or a loader is called under a name no other text rule knows.",
+         _ANY_FAMILY, checks.source_symbol_binding),
 )
 
 WARNING_RULES: tuple[Rule, ...] = (

@@ -20,6 +20,7 @@ from quaere.evaluate.source_scan import (
     library_loading,
     python_api,
     raw_system_calls,
+    symbol_bindings,
 )
 
 DL_FUNCTIONS = frozenset({"dlopen", "dlmopen", "dlsym", "dlvsym"})
@@ -165,3 +166,7 @@ def source_system_calls(facts: ArtifactFacts, fams: tuple[Family, ...]) -> tuple
 
 def source_entry_point_lookup(facts: ArtifactFacts, fams: tuple[Family, ...]) -> tuple[str, ...]:
     return _source_lines(facts, entry_point_lookups)
+
+
+def source_symbol_binding(facts: ArtifactFacts, fams: tuple[Family, ...]) -> tuple[str, ...]:
+    return _source_lines(facts, symbol_bindings)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .spelled import LITERAL_ARGUMENT, spelled_strings
+from .spelled import LITERAL_ARGUMENT, LITERAL_RUN, decode_run, spelled_strings
 
 # A raw string first: its body may hold quotes and comment openers, which must not shift what reads as code.
 _COMMENT_OR_LITERAL = re.compile(
@@ -58,6 +58,12 @@ ENTRY_POINT_LOOKUP = re.compile(r"\b(?:cudaGetDriverEntryPoint\w*|cuGetProcAddre
 RUNTIME_INTERNALS = re.compile(r"\b(?:cu(?:da)?GetExportTable\w*|__cuda[A-Za-z]\w*|libcudart_static_\w+|__cudart\d\w*)")
 # Inside a string: asking the lookup for itself, or for the export tables, hands back a door that takes any name.
 LOOKUP_NAMES_IN_STRINGS = re.compile(r"cuGetProcAddress\w*|cu(?:da)?GetExportTable\w*")
+# Bind a name of the source's own to a symbol named in a string: an asm label on a declaration, or an attribute.
+_ASM_OPEN = re.compile(r"\b(?:__asm__|__asm|asm)\s*\(")
+_BINDING_ATTRIBUTE = re.compile(r"\b(?:__)?(alias|weakref|ifunc|symver)(?:__)?\s*\(")
+_REDEFINE_EXTNAME = re.compile(r"^\s*#\s*pragma\s+redefine_extname\b", re.MULTILINE)
+_SYMBOL_NAME = re.compile(r"\s*[A-Za-z_.$][\w.$@]*\s*")
+_NOT_DECLARATORS = frozenset({"else", "do", "return", "case", "goto"})
 # Talk to the kernel directly: no library is involved, but it is how one would map a file unseen by the guard.
 RAW_SYSTEM_CALLS = re.compile(r"\bsyscall\s*\(|\b__NR_\w+|\bSYS_\w+|\bmemfd_create\b|\bmmap(?:64)?\s*\(")
 
@@ -138,6 +144,37 @@ def entry_point_lookups(text: str) -> tuple[SourceHit, ...]:
             for m in ENTRY_POINT_LOOKUP.finditer(code) if not LITERAL_ARGUMENT.match(kept, m.end())]
     hits += _hits(RUNTIME_INTERNALS, code)
     hits += _string_hits(LOOKUP_NAMES_IN_STRINGS, kept, set())
+    return tuple(sorted(hits, key=lambda hit: hit.line))
+
+
+def _after_declarator(code: str, at: int) -> bool:
+    """Whether ``asm(`` at ``at`` follows a declarator (an identifier, ``)`` or ``]``), where it is a label, rather
+    than starting a statement."""
+    before = code[:at].rstrip()
+    if not before or before[-1] not in ")]" and not (before[-1].isalnum() or before[-1] == "_"):
+        return False
+    word = re.search(r"\w+$", before)
+    return word is None or word.group() not in _NOT_DECLARATORS
+
+
+def symbol_bindings(text: str) -> tuple[SourceHit, ...]:
+    """Names the source binds to a symbol spelled in a string: asm labels on declarations
+    (``void* o(const char*, int) asm("dlopen");``), ``alias``/``weakref``/``ifunc``/``symver`` attributes, and
+    ``#pragma redefine_extname``. The symbol is then called under a name no other text rule knows."""
+    kept = without_comments(text, keep_literals=True)
+    code = without_comments(text, keep_literals=False)
+    hits = []
+    for opening in _ASM_OPEN.finditer(code):
+        run = LITERAL_RUN.match(kept, opening.end())
+        name = decode_run(run.group()) if run else ""
+        if run and _SYMBOL_NAME.fullmatch(name) and _after_declarator(code, opening.start()):
+            hits.append(SourceHit(code.count("\n", 0, opening.start()) + 1, f'asm label "{name.strip()}"'))
+    for attribute in _BINDING_ATTRIBUTE.finditer(code):
+        run = LITERAL_RUN.match(kept, attribute.end())
+        if run:
+            hits.append(SourceHit(code.count("\n", 0, attribute.start()) + 1,
+                                  f'{attribute.group(1)}("{decode_run(run.group())}")'))
+    hits += _hits(_REDEFINE_EXTNAME, code)
     return tuple(sorted(hits, key=lambda hit: hit.line))
 
 

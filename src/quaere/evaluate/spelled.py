@@ -22,12 +22,14 @@ _CHAR = _PREFIX + r"'(?:\\.|[^'\\\n])+'"
 # Raw first: R"(...)" would otherwise read as the identifier R and a plain literal; character literals are matched
 # so that a quote inside one ('"') does not open a string.
 _TOKEN = re.compile(f"(?P<string>{_RAW}|{_PLAIN})|{_CHAR}", re.DOTALL)
-# One argument that is nothing but string literals: what the compiler can hand a function as a fixed name.
-LITERAL_ARGUMENT = re.compile(
-    r"\s*\(\s*(?:{raw}|{plain})(?:\s*(?:{raw1}|{plain}))*\s*[,)]".format(
+# A run of adjacent string literals, at the start of what it is matched against (after optional whitespace).
+LITERAL_RUN = re.compile(
+    r"\s*(?:{raw}|{plain})(?:\s*(?:{raw1}|{plain}))*".format(
         raw=_RAW.replace("delim", "d0").replace("body", "b0"), raw1=_RAW.replace("delim", "d1").replace("body", "b1"),
         plain=_PLAIN),
     re.DOTALL)
+# One argument that is nothing but string literals: what the compiler can hand a function as a fixed name.
+LITERAL_ARGUMENT = re.compile(r"\s*\(" + LITERAL_RUN.pattern + r"\s*[,)]", re.DOTALL)
 _ESCAPE = re.compile(r"\\(?:x([0-9A-Fa-f]+)|([0-7]{1,3})|u([0-9A-Fa-f]{4})|U([0-9A-Fa-f]{8})|(.))", re.DOTALL)
 _SIMPLE = {"n": "\n", "t": "\t", "r": "\r", "a": "\a", "b": "\b", "f": "\f", "v": "\v"}
 
@@ -67,6 +69,11 @@ def decode_literal(token: str) -> str:
     return _ESCAPE.sub(_unescape, body)
 
 
+def decode_run(run: str) -> str:
+    """The one string a run of adjacent literals (as :data:`LITERAL_RUN` matches it) stands for."""
+    return "".join(decode_literal(token.group()) for token in _TOKEN.finditer(run) if token.group("string"))
+
+
 def _line(text: str, offset: int) -> int:
     return text.count("\n", 0, offset) + 1
 
@@ -92,7 +99,7 @@ def joined_literals(text: str) -> tuple[Spelled, ...]:
     found = []
     for run in _adjacent_runs(text):
         how = "joined literals" if len(run) > 1 else "a literal"
-        found.append(Spelled(_line(text, run[0].start()), "".join(decode_literal(t.group()) for t in run), how))
+        found.append(Spelled(_line(text, run[0].start()), decode_run(text[run[0].start():run[-1].end()]), how))
     return tuple(found)
 
 
