@@ -16,6 +16,7 @@ from quaere.evaluate.spelled import character_lists, decode_literal, joined_lite
     (r'u8"x"', "x"),
     (r'LR"delim(a "b" \x41)delim"', r'a "b" \x41'),  # a raw string keeps its backslashes
     (r"'\x41'", "A"),
+    ('"cuModule\\\nLoadData"', "cuModuleLoadData"),  # a line splice inside the literal
 ])
 def test_a_literal_decodes_to_what_the_compiler_stores(token: str, chars: str) -> None:
     assert decode_literal(token) == chars

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 _PREFIX = r"(?<![\w])(?:u8|u|U|L)?"
 _RAW = _PREFIX + r'R"(?P<delim>[^()\\\s"]{0,16})\((?P<body>.*?)\)(?P=delim)"'
-_PLAIN = _PREFIX + r'"(?:\\.|[^"\\\n])*"'
+_PLAIN = _PREFIX + r'"(?:\\\r\n|\\.|[^"\\\n])*"'
 _CHAR = _PREFIX + r"'(?:\\.|[^'\\\n])+'"
 # Raw first: R"(...)" would otherwise read as the identifier R and a plain literal; character literals are matched
 # so that a quote inside one ('"') does not open a string.
@@ -30,8 +30,9 @@ LITERAL_RUN = re.compile(
     re.DOTALL)
 # One argument that is nothing but string literals: what the compiler can hand a function as a fixed name.
 LITERAL_ARGUMENT = re.compile(r"\s*\(" + LITERAL_RUN.pattern + r"\s*[,)]", re.DOTALL)
-_ESCAPE = re.compile(r"\\(?:x([0-9A-Fa-f]+)|([0-7]{1,3})|u([0-9A-Fa-f]{4})|U([0-9A-Fa-f]{8})|(.))", re.DOTALL)
-_SIMPLE = {"n": "\n", "t": "\t", "r": "\r", "a": "\a", "b": "\b", "f": "\f", "v": "\v"}
+_ESCAPE = re.compile(r"\\(?:x([0-9A-Fa-f]+)|([0-7]{1,3})|u([0-9A-Fa-f]{4})|U([0-9A-Fa-f]{8})|(\r?\n|.))", re.DOTALL)
+# A backslash before a newline splices the lines (translation phase 2): it stands for nothing.
+_SIMPLE = {"n": "\n", "t": "\t", "r": "\r", "a": "\a", "b": "\b", "f": "\f", "v": "\v", "\n": ""}
 
 _INTEGER = r"(?:0[xX][0-9A-Fa-f]+|0[bB][01]+|[0-9]+)(?:[uUlL]{0,3})"
 _ELEMENT = rf"(?:{_CHAR}|{_INTEGER})"
@@ -57,7 +58,7 @@ def _unescape(match: re.Match[str]) -> str:
     if hexa or octal or short or long:
         base, digits = (16, hexa) if hexa else (8, octal) if octal else (16, short or long)
         return _code_point(int(digits, base))
-    return _SIMPLE.get(other, other)
+    return _SIMPLE.get(other.lstrip("\r"), other)
 
 
 def decode_literal(token: str) -> str:
