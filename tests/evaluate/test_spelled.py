@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from quaere.evaluate.source_scan import library_loading, python_api, without_comments
+from quaere.evaluate.source_scan import (
+    embedding_directives,
+    library_loading,
+    python_api,
+    raw_system_calls,
+    without_comments,
+)
 from quaere.evaluate.spelled import character_lists, decode_literal, joined_literals, spelled_strings
 
 
@@ -53,3 +59,16 @@ def test_every_string_of_a_clean_source_is_listed_once_at_its_line() -> None:
     text = '// "in a comment"\nputs("one");\nputs("two" "three");\n'
     kept = without_comments(text, keep_literals=True)
     assert [(s.line, s.value) for s in spelled_strings(kept)] == [(2, "one"), (3, "twothree")]
+
+
+def test_assembler_directives_and_the_syscall_instruction_spelled_in_pieces_are_found() -> None:
+    """The assembler reads the joined string: ``.inc`` ``bin`` is ``.incbin`` to it."""
+    text = 'asm(".inc" "bin \\"/x/libcudnn.so\\"");\nasm(".pu\\x73hsection .q");\nasm("sys" "call");\n'
+    assert [(h.line, h.text) for h in embedding_directives(text)] == [
+        (1, ".incbin (in joined literals)"), (2, ".pushsection (in a literal)")]
+    assert [(h.line, h.text) for h in raw_system_calls(text)] == [(3, "syscall (in joined literals)")]
+
+
+def test_a_name_the_text_as_written_shows_is_not_reported_again_for_the_string_around_it() -> None:
+    text = 'asm(".section .q\\n"\n    ".incbin \\"f\\"\\n"\n    ".previous");\n'
+    assert [(h.line, h.text) for h in embedding_directives(text)] == [(1, ".section"), (2, ".incbin")]

@@ -29,6 +29,8 @@ _COMMENT_OR_LITERAL = re.compile(
 EMBEDDING = re.compile(
     r"\.incbin\b|\bincbin\b|^\s*#\s*embed\b|__has_embed\b|\.(?:push)?section\b|\.symver\b", re.MULTILINE
 )
+# The assembler's directives as the assembler gets them: asm(".inc" "bin ...") is joined before it reads it.
+EMBEDDING_IN_STRINGS = re.compile(r"\.incbin\b|\bincbin\b|\.(?:push)?section\b|\.symver\b")
 # Load a library or look a symbol up at run time, through the loader's public or private entry points.
 # Walking the loaded objects by hand (dl_iterate_phdr, the link map, dladdr) is how a symbol is found without a lookup.
 LIBRARY_LOADING = re.compile(
@@ -66,6 +68,8 @@ _SYMBOL_NAME = re.compile(r"\s*[A-Za-z_.$][\w.$@]*\s*")
 _NOT_DECLARATORS = frozenset({"else", "do", "return", "case", "goto"})
 # Talk to the kernel directly: no library is involved, but it is how one would map a file unseen by the guard.
 RAW_SYSTEM_CALLS = re.compile(r"\bsyscall\s*\(|\b__NR_\w+|\bSYS_\w+|\bmemfd_create\b|\bmmap(?:64)?\s*\(")
+# The same without libc: the instruction itself in an asm string.
+RAW_SYSTEM_CALLS_IN_STRINGS = re.compile(r"\b(?:syscall|sysenter)\b|\bint\s+\$?(?:0x80|128)\b")
 
 
 @dataclass(frozen=True)
@@ -92,11 +96,12 @@ def _hits(pattern: re.Pattern[str], text: str) -> tuple[SourceHit, ...]:
 
 def _string_hits(in_strings: re.Pattern[str], kept: str, reported: set[tuple[int, str]]) -> list[SourceHit]:
     """``in_strings``' hits in the strings ``kept`` spells (comments blanked, literals kept), each marked with how the
-    string was spelled, leaving out a name already ``reported`` on the same line."""
+    string was spelled, leaving out a name already ``reported`` on a line the string spans."""
     hits = []
     for spelled in spelled_strings(kept):
+        lines = range(spelled.line, spelled.last_line + 1)
         for match in in_strings.finditer(spelled.value):
-            if (spelled.line, match.group()) not in reported:
+            if not any((line, match.group()) in reported for line in lines):
                 reported.add((spelled.line, match.group()))
                 hits.append(SourceHit(spelled.line, f"{match.group()} (in {spelled.how})"))
     return hits
@@ -112,8 +117,9 @@ def _with_strings(pattern: re.Pattern[str], in_strings: re.Pattern[str], text: s
 
 
 def embedding_directives(text: str) -> tuple[SourceHit, ...]:
-    """``.incbin``, ``#embed``, ``.section``/``.pushsection`` and ``.symver`` outside comments."""
-    return _hits(EMBEDDING, without_comments(text, keep_literals=True))
+    """``.incbin``, ``#embed``, ``.section``/``.pushsection`` and ``.symver`` outside comments, and the directives
+    in the strings the source spells in pieces."""
+    return _with_strings(EMBEDDING, EMBEDDING_IN_STRINGS, text)
 
 
 def library_loading(text: str) -> tuple[SourceHit, ...]:
@@ -179,5 +185,9 @@ def symbol_bindings(text: str) -> tuple[SourceHit, ...]:
 
 
 def raw_system_calls(text: str) -> tuple[SourceHit, ...]:
-    """``syscall(``, ``SYS_*``/``__NR_*`` numbers, ``memfd_create`` and ``mmap(``, outside comments and literals."""
-    return _hits(RAW_SYSTEM_CALLS, without_comments(text, keep_literals=False))
+    """``syscall(``, ``SYS_*``/``__NR_*`` numbers, ``memfd_create`` and ``mmap(`` in code, and the system-call
+    instruction in a string (``asm("syscall")``)."""
+    code_hits = _hits(RAW_SYSTEM_CALLS, without_comments(text, keep_literals=False))
+    kept = without_comments(text, keep_literals=True)
+    return tuple(sorted(code_hits + tuple(_string_hits(RAW_SYSTEM_CALLS_IN_STRINGS, kept, set())),
+                        key=lambda hit: hit.line))

@@ -42,11 +42,13 @@ _LIST_ELEMENT = re.compile(rf"{_CHAR}|{_INTEGER}")
 
 @dataclass(frozen=True)
 class Spelled:
-    """A string as the compiler stores it, the 1-based line its first literal starts on, and how it was spelled."""
+    """A string as the compiler stores it, the 1-based lines its first literal starts and its last one ends on, and
+    how it was spelled."""
 
     line: int
     value: str
     how: str
+    last_line: int
 
 
 def _code_point(value: int) -> str:
@@ -100,7 +102,8 @@ def joined_literals(text: str) -> tuple[Spelled, ...]:
     found = []
     for run in _adjacent_runs(text):
         how = "joined literals" if len(run) > 1 else "a literal"
-        found.append(Spelled(_line(text, run[0].start()), decode_run(text[run[0].start():run[-1].end()]), how))
+        found.append(Spelled(_line(text, run[0].start()), decode_run(text[run[0].start():run[-1].end()]), how,
+                             _line(text, run[-1].end())))
     return tuple(found)
 
 
@@ -123,7 +126,8 @@ def character_lists(text: str) -> tuple[Spelled, ...]:
     for listing in _LIST.finditer(text):
         values = [_element_value(m.group()) for m in _LIST_ELEMENT.finditer(listing.group())]
         if all(0 <= v <= 0x10FFFF for v in values):
-            found.append(Spelled(_line(text, listing.start()), "".join(map(chr, values)), "character list"))
+            found.append(Spelled(_line(text, listing.start()), "".join(map(chr, values)), "character list",
+                                 _line(text, listing.end())))
     return tuple(found)
 
 
