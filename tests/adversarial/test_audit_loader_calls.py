@@ -15,10 +15,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from quaere.evaluate.source_scan import (
+    SourceHit,
     device_code_loading,
     embedding_directives,
     entry_point_lookups,
     library_loading,
+    protection_changes,
     raw_system_calls,
     symbol_bindings,
     without_comments,
@@ -138,6 +140,17 @@ def test_asm_statements_are_not_labels_and_bindings_spelled_in_pieces_are() -> N
             'int g(int) __attribute__((__weakref__("dlv\\x73ym")));\n')
     assert [(h.line, h.text) for h in symbol_bindings(text)] == [
         (4, 'asm label "dlsym"'), (5, "#pragma redefine_extname"), (6, 'weakref("dlvsym")')]
+
+
+def test_a_literal_rewritten_after_its_page_is_made_writable_fails_the_audit(tmp_path: Path) -> None:
+    """The lookup is handed a literal, which passes its rule; the literal's page is then made writable and the name
+    replaced. The protection change is what the source shows."""
+    source = ATTACKS / "rewrites_lookup_literal.cu"
+    report = audit(build_candidate(source, tmp_path, tool="nvcc"), source, tmp_path)
+    assert evidence(report, "source_protection_change") == ["rewrites_lookup_literal.cu:21: mprotect"]
+    assert rules_of(report) == {"source_protection_change"}
+    assert protection_changes("void* p = mmap(0, n, PROT_READ | PROT_EXEC, f, -1, 0); // mprotect\n") == (
+        SourceHit(1, "PROT_EXEC"),)
 
 
 def test_device_code_loaders_are_found_by_name_literals_included_comments_not() -> None:

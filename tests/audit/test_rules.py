@@ -57,6 +57,7 @@ ADVERSARIAL = {
     "source_device_code_loading": "test_audit_loader_calls.py",
     "source_entry_point_lookup": "test_audit_loader_calls.py",
     "source_symbol_binding": "test_audit_loader_calls.py",
+    "source_protection_change": "test_audit_loader_calls.py",
 }
 
 

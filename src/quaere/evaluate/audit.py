@@ -144,6 +144,11 @@ RULES: tuple[Rule, ...] = (
          "alias/weakref/ifunc/symver, #pragma redefine_extname): a kernel has no need to rename symbols, and it is "
          "how dlopen or a loader is called under a name no other text rule knows.",
          _ANY_FAMILY, checks.source_symbol_binding),
+    Rule("source_protection_change",
+         "The source changes memory protection (mprotect, pkey_mprotect, PROT_EXEC): a kernel never does; it is "
+         "how the literal an entry-point lookup is handed is rewritten after the audit read it, or how decoded code "
+         "is made to run.",
+         _ANY_FAMILY, checks.source_protection_change),
 )
 
 WARNING_RULES: tuple[Rule, ...] = (

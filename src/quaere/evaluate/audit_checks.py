@@ -18,6 +18,7 @@ from quaere.evaluate.source_scan import (
     embedding_directives,
     entry_point_lookups,
     library_loading,
+    protection_changes,
     python_api,
     raw_system_calls,
     symbol_bindings,
@@ -170,3 +171,7 @@ def source_entry_point_lookup(facts: ArtifactFacts, fams: tuple[Family, ...]) ->
 
 def source_symbol_binding(facts: ArtifactFacts, fams: tuple[Family, ...]) -> tuple[str, ...]:
     return _source_lines(facts, symbol_bindings)
+
+
+def source_protection_change(facts: ArtifactFacts, fams: tuple[Family, ...]) -> tuple[str, ...]:
+    return _source_lines(facts, protection_changes)

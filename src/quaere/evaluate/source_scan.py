@@ -66,6 +66,11 @@ _BINDING_ATTRIBUTE = re.compile(r"\b(?:__)?(alias|weakref|ifunc|symver)(?:__)?\s
 _REDEFINE_EXTNAME = re.compile(r"^\s*#\s*pragma\s+redefine_extname\b", re.MULTILINE)
 _SYMBOL_NAME = re.compile(r"\s*[A-Za-z_.$][\w.$@]*\s*")
 _NOT_DECLARATORS = frozenset({"else", "do", "return", "case", "goto"})
+# Change what memory may be written or run: how a literal handed to a lookup is rewritten after the audit read it,
+# or decoded code made executable.
+PROTECTION_CHANGE = re.compile(
+    r"\b(?:mprotect|pkey_mprotect|pkey_alloc|PROT_EXEC|SYS_mprotect|__NR_mprotect|SYS_pkey_mprotect"
+    r"|__NR_pkey_mprotect)\b")
 # Talk to the kernel directly: no library is involved, but it is how one would map a file unseen by the guard.
 RAW_SYSTEM_CALLS = re.compile(r"\bsyscall\s*\(|\b__NR_\w+|\bSYS_\w+|\bmemfd_create\b|\bmmap(?:64)?\s*\(")
 # The same without libc: the instruction itself in an asm string.
@@ -182,6 +187,11 @@ def symbol_bindings(text: str) -> tuple[SourceHit, ...]:
                                   f'{attribute.group(1)}("{decode_run(run.group())}")'))
     hits += _hits(_REDEFINE_EXTNAME, code)
     return tuple(sorted(hits, key=lambda hit: hit.line))
+
+
+def protection_changes(text: str) -> tuple[SourceHit, ...]:
+    """``mprotect``, ``pkey_mprotect``/``pkey_alloc``, ``PROT_EXEC`` and their system-call numbers in code."""
+    return _hits(PROTECTION_CHANGE, without_comments(text, keep_literals=False))
 
 
 def raw_system_calls(text: str) -> tuple[SourceHit, ...]:
