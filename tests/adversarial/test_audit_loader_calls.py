@@ -20,9 +20,11 @@ from quaere.evaluate.source_scan import (
     embedding_directives,
     entry_point_lookups,
     library_loading,
+    named_system_call_lines,
     protection_changes,
     raw_system_calls,
     symbol_bindings,
+    unnamed_system_calls,
     without_comments,
 )
 
@@ -177,6 +179,23 @@ def test_syscalls_are_a_warning_not_a_failure(tmp_path: Path) -> None:
     assert report.findings == ()
     assert [w.evidence for w in report.warnings] == ["syscalls.cpp:6: syscall(", "syscalls.cpp:6: SYS_gettid"]
     assert {w.rule for w in report.warnings} == {"source_system_calls"}
+
+
+def test_a_system_call_by_number_or_by_instruction_fails_the_audit(tmp_path: Path) -> None:
+    """``syscall(10, ...)`` is mprotect, which the protection rule looks for by name; a named number
+    (``SYS_gettid``, above) stays a warning."""
+    source = ATTACKS / "syscall_by_number.cpp"
+    report = audit(build_candidate(source, tmp_path), source, tmp_path)
+    assert evidence(report, "source_unnamed_system_call") == [
+        "syscall_by_number.cpp:5: syscall( (its number is not named)",
+        "syscall_by_number.cpp:7: syscall (in joined literals)"]
+    assert rules_of(report) == {"source_unnamed_system_call"}
+
+
+def test_a_system_call_name_the_source_defines_is_not_a_name() -> None:
+    text = "#define SYS_mine 10\nlong r = syscall(SYS_mine, p, 4096, 3);\nlong t = syscall(SYS_gettid);\n"
+    assert [(h.line, h.text) for h in unnamed_system_calls(text)] == [(1, "#define SYS_mine")]
+    assert named_system_call_lines(text) == {2, 3}
 
 
 def test_comments_and_strings_do_not_count_but_asm_strings_do() -> None:

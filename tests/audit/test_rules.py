@@ -58,6 +58,7 @@ ADVERSARIAL = {
     "source_entry_point_lookup": "test_audit_loader_calls.py",
     "source_symbol_binding": "test_audit_loader_calls.py",
     "source_protection_change": "test_audit_loader_calls.py",
+    "source_unnamed_system_call": "test_audit_loader_calls.py",
 }
 
 

@@ -8,7 +8,7 @@ from quaere.evaluate.source_scan import (
     embedding_directives,
     library_loading,
     python_api,
-    raw_system_calls,
+    unnamed_system_calls,
     without_comments,
 )
 from quaere.evaluate.spelled import character_lists, decode_literal, joined_literals, spelled_strings
@@ -66,7 +66,7 @@ def test_assembler_directives_and_the_syscall_instruction_spelled_in_pieces_are_
     text = 'asm(".inc" "bin \\"/x/libcudnn.so\\"");\nasm(".pu\\x73hsection .q");\nasm("sys" "call");\n'
     assert [(h.line, h.text) for h in embedding_directives(text)] == [
         (1, ".incbin (in joined literals)"), (2, ".pushsection (in a literal)")]
-    assert [(h.line, h.text) for h in raw_system_calls(text)] == [(3, "syscall (in joined literals)")]
+    assert [(h.line, h.text) for h in unnamed_system_calls(text)] == [(3, "syscall (in joined literals)")]
 
 
 def test_a_name_the_text_as_written_shows_is_not_reported_again_for_the_string_around_it() -> None:

@@ -149,6 +149,11 @@ RULES: tuple[Rule, ...] = (
          "how the literal an entry-point lookup is handed is rewritten after the audit read it, or how decoded code "
          "is made to run.",
          _ANY_FAMILY, checks.source_protection_change),
+    Rule("source_unnamed_system_call",
+         "The source makes a system call whose number it does not name (syscall(10, ...), the syscall "
+         "instruction in asm): the audit cannot tell which call it is, and every text rule above can be passed "
+         "that way (mprotect, mmap, open).",
+         _ANY_FAMILY, checks.source_unnamed_system_call),
 )
 
 WARNING_RULES: tuple[Rule, ...] = (

@@ -18,10 +18,12 @@ from quaere.evaluate.source_scan import (
     embedding_directives,
     entry_point_lookups,
     library_loading,
+    named_system_call_lines,
     protection_changes,
     python_api,
     raw_system_calls,
     symbol_bindings,
+    unnamed_system_calls,
 )
 
 DL_FUNCTIONS = frozenset({"dlopen", "dlmopen", "dlsym", "dlvsym"})
@@ -139,13 +141,15 @@ def host_interpreter(facts: ArtifactFacts, fams: tuple[Family, ...]) -> tuple[st
     return imported + _source_lines(facts, python_api)
 
 
-def _source_lines(facts: ArtifactFacts, scan: Callable[[str], Iterable[SourceHit]]) -> tuple[str, ...]:
+def _source_lines(facts: ArtifactFacts, scan: Callable[[str], Iterable[SourceHit]],
+                  keep_expanded: Callable[[SourceHit], bool] = lambda hit: True) -> tuple[str, ...]:
     """``scan``'s hits in the source as written, then those only its text after the preprocessor has (a name a macro
     built: ``evaluate.preprocess``), each as ``file:line: text``."""
     name = Path(facts.source).name or "source"
     written = tuple(f"{name}:{hit.line}: {hit.text}" for hit in scan(facts.source_text))
     expanded = tuple(f"{name}:{hit.line}: {hit.text} (after the preprocessor)"
-                     for hit in scan(facts.preprocessed_text) if f"{name}:{hit.line}: {hit.text}" not in written)
+                     for hit in scan(facts.preprocessed_text)
+                     if f"{name}:{hit.line}: {hit.text}" not in written and keep_expanded(hit))
     return written + tuple(dict.fromkeys(expanded))
 
 
@@ -175,3 +179,9 @@ def source_symbol_binding(facts: ArtifactFacts, fams: tuple[Family, ...]) -> tup
 
 def source_protection_change(facts: ArtifactFacts, fams: tuple[Family, ...]) -> tuple[str, ...]:
     return _source_lines(facts, protection_changes)
+
+
+def source_unnamed_system_call(facts: ArtifactFacts, fams: tuple[Family, ...]) -> tuple[str, ...]:
+    # After the preprocessor SYS_gettid is a number: a hit there counts where the text as written names none.
+    named = named_system_call_lines(facts.source_text)
+    return _source_lines(facts, unnamed_system_calls, keep_expanded=lambda hit: hit.line not in named)

@@ -73,6 +73,9 @@ PROTECTION_CHANGE = re.compile(
     r"|__NR_pkey_mprotect)\b")
 # Talk to the kernel directly: no library is involved, but it is how one would map a file unseen by the guard.
 RAW_SYSTEM_CALLS = re.compile(r"\bsyscall\s*\(|\b__NR_\w+|\bSYS_\w+|\bmemfd_create\b|\bmmap(?:64)?\s*\(")
+_SYSCALL_OPEN = re.compile(r"\bsyscall\s*\(")
+_NAMED_NUMBER = re.compile(r"\s*(?:SYS_|__NR_)\w+\s*[,)]")
+_OWN_NUMBER_NAME = re.compile(r"^\s*#\s*define\s+(?:SYS_|__NR_)\w+", re.MULTILINE)
 # The same without libc: the instruction itself in an asm string.
 RAW_SYSTEM_CALLS_IN_STRINGS = re.compile(r"\b(?:syscall|sysenter)\b|\bint\s+\$?(?:0x80|128)\b")
 
@@ -194,10 +197,26 @@ def protection_changes(text: str) -> tuple[SourceHit, ...]:
     return _hits(PROTECTION_CHANGE, without_comments(text, keep_literals=False))
 
 
+def unnamed_system_calls(text: str) -> tuple[SourceHit, ...]:
+    """``syscall(`` whose number is not a ``SYS_*``/``__NR_*`` name (``syscall(10, ...)``, a variable), a
+    ``SYS_*``/``__NR_*`` name the source defines itself, and the system-call instruction in an asm string: calls the
+    audit cannot tell apart, ``mprotect`` included. After the preprocessor every name is a number, so a hit there
+    counts only where the text as written does not name it (:func:`named_system_call_lines`)."""
+    code = without_comments(text, keep_literals=False)
+    hits = [SourceHit(code.count("\n", 0, m.start()) + 1, "syscall( (its number is not named)")
+            for m in _SYSCALL_OPEN.finditer(code) if not _NAMED_NUMBER.match(code, m.end())]
+    hits += _hits(_OWN_NUMBER_NAME, code)
+    hits += _string_hits(RAW_SYSTEM_CALLS_IN_STRINGS, without_comments(text, keep_literals=True), set())
+    return tuple(sorted(hits, key=lambda hit: hit.line))
+
+
+def named_system_call_lines(text: str) -> frozenset[int]:
+    """The lines where ``syscall(`` is handed a ``SYS_*``/``__NR_*`` name as written."""
+    code = without_comments(text, keep_literals=False)
+    return frozenset(code.count("\n", 0, m.start()) + 1 for m in _SYSCALL_OPEN.finditer(code)
+                     if _NAMED_NUMBER.match(code, m.end()))
+
+
 def raw_system_calls(text: str) -> tuple[SourceHit, ...]:
-    """``syscall(``, ``SYS_*``/``__NR_*`` numbers, ``memfd_create`` and ``mmap(`` in code, and the system-call
-    instruction in a string (``asm("syscall")``)."""
-    code_hits = _hits(RAW_SYSTEM_CALLS, without_comments(text, keep_literals=False))
-    kept = without_comments(text, keep_literals=True)
-    return tuple(sorted(code_hits + tuple(_string_hits(RAW_SYSTEM_CALLS_IN_STRINGS, kept, set())),
-                        key=lambda hit: hit.line))
+    """``syscall(``, ``SYS_*``/``__NR_*`` numbers, ``memfd_create`` and ``mmap(`` outside comments and literals."""
+    return _hits(RAW_SYSTEM_CALLS, without_comments(text, keep_literals=False))
