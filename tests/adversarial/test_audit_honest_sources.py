@@ -22,6 +22,7 @@ from quaere.evaluate.source_scan import (
     embedding_directives,
     entry_point_lookups,
     library_loading,
+    process_files,
     protection_changes,
     python_api,
     raw_system_calls,
@@ -32,7 +33,7 @@ from quaere.evaluate.source_scan import (
 REPO = Path(__file__).resolve().parents[2]
 TASKS = REPO / "src" / "quaere" / "task" / "tasks"
 SCANS = (device_code_loading, embedding_directives, entry_point_lookups, library_loading, python_api,
-         protection_changes, raw_system_calls, symbol_bindings, unnamed_system_calls)
+         process_files, protection_changes, raw_system_calls, symbol_bindings, unnamed_system_calls)
 HONEST = [("flash_attention_hopper", REPO / "kernels" / "flash_attention_hopper.cu"),
           ("flash_attention_hopper", TASKS / "flash_attention_hopper" / "kernel.cu"),
           ("rmsnorm_hopper", TASKS / "rmsnorm_hopper" / "kernel.cu"),

@@ -198,6 +198,15 @@ def test_a_system_call_name_the_source_defines_is_not_a_name() -> None:
     assert named_system_call_lines(text) == {2, 3}
 
 
+def test_writing_the_processs_own_memory_file_fails_the_audit(tmp_path: Path) -> None:
+    """/proc/self/task/<tid>/mem writes past page protections without mprotect; a runner may write beneath its
+    threads' folders (the CUDA driver names its threads there), so the path is what the source shows."""
+    source = ATTACKS / "writes_own_memory.cpp"
+    report = audit(build_candidate(source, tmp_path), source, tmp_path)
+    assert evidence(report, "source_process_files") == ["writes_own_memory.cpp:10: /proc/ (in joined literals)"]
+    assert rules_of(report) == {"source_process_files"}
+
+
 def test_comments_and_strings_do_not_count_but_asm_strings_do() -> None:
     text = (
         '// we never call dlopen here\n'

@@ -59,6 +59,7 @@ ADVERSARIAL = {
     "source_symbol_binding": "test_audit_loader_calls.py",
     "source_protection_change": "test_audit_loader_calls.py",
     "source_unnamed_system_call": "test_audit_loader_calls.py",
+    "source_process_files": "test_audit_loader_calls.py",
 }
 
 

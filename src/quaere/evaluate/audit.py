@@ -154,6 +154,11 @@ RULES: tuple[Rule, ...] = (
          "instruction in asm): the audit cannot tell which call it is, and every text rule above can be passed "
          "that way (mprotect, mmap, open).",
          _ANY_FAMILY, checks.source_unnamed_system_call),
+    Rule("source_process_files",
+         "The source names /proc: a kernel never reads its own process's files; /proc/self/task/<tid>/mem writes "
+         "past page protections (a literal handed to a lookup, rewritten), and /proc/self/maps finds a library "
+         "to walk by hand.",
+         _ANY_FAMILY, checks.source_process_files),
 )
 
 WARNING_RULES: tuple[Rule, ...] = (

@@ -19,6 +19,7 @@ from quaere.evaluate.source_scan import (
     entry_point_lookups,
     library_loading,
     named_system_call_lines,
+    process_files,
     protection_changes,
     python_api,
     raw_system_calls,
@@ -185,3 +186,7 @@ def source_unnamed_system_call(facts: ArtifactFacts, fams: tuple[Family, ...]) -
     # After the preprocessor SYS_gettid is a number: a hit there counts where the text as written names none.
     named = named_system_call_lines(facts.source_text)
     return _source_lines(facts, unnamed_system_calls, keep_expanded=lambda hit: hit.line not in named)
+
+
+def source_process_files(facts: ArtifactFacts, fams: tuple[Family, ...]) -> tuple[str, ...]:
+    return _source_lines(facts, process_files)

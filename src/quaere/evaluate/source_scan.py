@@ -71,6 +71,9 @@ _NOT_DECLARATORS = frozenset({"else", "do", "return", "case", "goto"})
 PROTECTION_CHANGE = re.compile(
     r"\b(?:mprotect|pkey_mprotect|pkey_alloc|PROT_EXEC|SYS_mprotect|__NR_mprotect|SYS_pkey_mprotect"
     r"|__NR_pkey_mprotect)\b")
+# The process's own files: /proc/self/task/<tid>/mem writes past page protections (a runner may write its threads'
+# folders: the driver names them), /proc/self/maps finds a library's base for a walk by hand.
+PROCESS_FILES_IN_STRINGS = re.compile(r"/proc(?:/|\b)")
 # Talk to the kernel directly: no library is involved, but it is how one would map a file unseen by the guard.
 RAW_SYSTEM_CALLS = re.compile(r"\bsyscall\s*\(|\b__NR_\w+|\bSYS_\w+|\bmemfd_create\b|\bmmap(?:64)?\s*\(")
 _SYSCALL_OPEN = re.compile(r"\bsyscall\s*\(")
@@ -215,6 +218,11 @@ def named_system_call_lines(text: str) -> frozenset[int]:
     code = without_comments(text, keep_literals=False)
     return frozenset(code.count("\n", 0, m.start()) + 1 for m in _SYSCALL_OPEN.finditer(code)
                      if _NAMED_NUMBER.match(code, m.end()))
+
+
+def process_files(text: str) -> tuple[SourceHit, ...]:
+    """``/proc`` in the strings the source spells, whole or in pieces."""
+    return tuple(_string_hits(PROCESS_FILES_IN_STRINGS, without_comments(text, keep_literals=True), set()))
 
 
 def raw_system_calls(text: str) -> tuple[SourceHit, ...]:
