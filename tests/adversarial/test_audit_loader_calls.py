@@ -138,10 +138,11 @@ def test_a_loader_bound_to_a_name_of_the_sources_own_fails_the_audit(tmp_path: P
 
 def test_asm_statements_are_not_labels_and_bindings_spelled_in_pieces_are() -> None:
     text = ('if (x) asm("trap;");\nelse asm("exit;");\nvoid f() { asm volatile("nop;"); }\n'
+            'while (!ready(flag[0])) asm("pause");\n'
             'int v asm("dl" "sym");\n#pragma redefine_extname o dlopen\n'
             'int g(int) __attribute__((__weakref__("dlv\\x73ym")));\n')
     assert [(h.line, h.text) for h in symbol_bindings(text)] == [
-        (4, 'asm label "dlsym"'), (5, "#pragma redefine_extname"), (6, 'weakref("dlvsym")')]
+        (5, 'asm label "dlsym"'), (6, "#pragma redefine_extname"), (7, 'weakref("dlvsym")')]
 
 
 def test_a_literal_rewritten_after_its_page_is_made_writable_fails_the_audit(tmp_path: Path) -> None:

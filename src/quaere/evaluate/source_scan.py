@@ -65,7 +65,7 @@ _ASM_OPEN = re.compile(r"\b(?:__asm__|__asm|asm)\s*\(")
 _BINDING_ATTRIBUTE = re.compile(r"\b(?:__)?(alias|weakref|ifunc|symver)(?:__)?\s*\(")
 _REDEFINE_EXTNAME = re.compile(r"^\s*#\s*pragma\s+redefine_extname\b", re.MULTILINE)
 _SYMBOL_NAME = re.compile(r"\s*[A-Za-z_.$][\w.$@]*\s*")
-_NOT_DECLARATORS = frozenset({"else", "do", "return", "case", "goto"})
+_NOT_DECLARATORS = frozenset({"else", "do", "return", "case", "goto", "if", "while", "for", "switch"})
 # Change what memory may be written or run: how a literal handed to a lookup is rewritten after the audit read it,
 # or decoded code made executable.
 PROTECTION_CHANGE = re.compile(
@@ -164,12 +164,25 @@ def entry_point_lookups(text: str) -> tuple[SourceHit, ...]:
     return tuple(sorted(hits, key=lambda hit: hit.line))
 
 
+def _opening_paren(text: str, close: int) -> int:
+    """The index of the ``(`` that the ``)`` at ``close`` closes, or -1."""
+    depth = 0
+    for at in range(close, -1, -1):
+        depth += {")": 1, "(": -1}.get(text[at], 0)
+        if depth == 0:
+            return at
+    return -1
+
+
 def _after_declarator(code: str, at: int) -> bool:
     """Whether ``asm(`` at ``at`` follows a declarator (an identifier, ``)`` or ``]``), where it is a label, rather
-    than starting a statement."""
-    before = code[:at].rstrip()
+    than starting a statement (after ``else`` or ``do``, or the condition of ``if (...)``, ``while (...)``...)."""
+    before = code[max(0, at - 4096):at].rstrip()
     if not before or before[-1] not in ")]" and not (before[-1].isalnum() or before[-1] == "_"):
         return False
+    if before[-1] == ")":
+        opening = _opening_paren(before, len(before) - 1)
+        before = before[:opening].rstrip() if opening > 0 else ""
     word = re.search(r"\w+$", before)
     return word is None or word.group() not in _NOT_DECLARATORS
 
