@@ -38,7 +38,8 @@ def test_adjacent_literals_join_across_lines_and_a_character_literal_breaks_the_
 
 def test_brace_lists_of_characters_or_small_integers_read_as_strings() -> None:
     text = ("char a[] = {'c', 'u', 0x4c, 0151, 110, 107, 0};\n"
-            "float b[] = {1.5, 2.5};\nint c[] = {-1, 2};\nint d[] = {0x110000, 1};\nint e[] = {x, y};\n")
+            "float b[] = {1.5, 2.5};\nint c[] = {-1, 2};\nint d[] = {0x110000, 1};\nint e[] = {x, y};\n"
+            "#if 0\nint f[] = {09, 1};\n#endif\n")
     assert [(s.line, s.value) for s in character_lists(text)] == [(1, "cuLink\0")]
 
 

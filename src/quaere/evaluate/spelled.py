@@ -112,11 +112,11 @@ def _element_value(token: str) -> int:
         chars = decode_literal(token)
         return ord(chars[0]) if len(chars) == 1 else -1
     digits = token.rstrip("uUlL")
-    if digits[:2] in ("0x", "0X"):
-        return int(digits[2:], 16)
-    if digits[:2] in ("0b", "0B"):
-        return int(digits[2:], 2)
-    return int(digits, 8) if len(digits) > 1 and digits[0] == "0" else int(digits)
+    base = 16 if digits[:2] in ("0x", "0X") else 2 if digits[:2] in ("0b", "0B") else 8 if digits[:1] == "0" else 10
+    try:
+        return int(digits[2:] if base in (2, 16) else digits, base)
+    except ValueError:  # "09": no number (text under #if 0 is read too), so the list is no string
+        return -1
 
 
 def character_lists(text: str) -> tuple[Spelled, ...]:
