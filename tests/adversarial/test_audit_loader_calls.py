@@ -119,9 +119,14 @@ def test_entry_point_lookups_pass_with_literal_names_only() -> None:
 
 
 def test_walking_the_loaded_objects_by_hand_is_library_loading() -> None:
-    text = "#include <link.h>\nint n = dl_iterate_phdr(cb, 0);\nstruct link_map* m; dladdr(p, &info);\n"
+    """From a driver function's address back to libcuda's ELF header and through its symbol table: no loader call,
+    but the tables' names, or the magic the walk looks for, are in the text."""
+    text = ("#include <link.h>\nint n = dl_iterate_phdr(cb, 0);\nstruct link_map* m; dladdr(p, &info);\n"
+            "#include <elf.h>\nauto* h = (const Elf64_Ehdr*)base; if (d->d_tag == DT_GNU_HASH) {}\n"
+            "static const char magic[] = {0x7f, 'E', 'L', 'F'};\nif (*(unsigned*)p == 0x464c457f) {}\n")
     assert [(h.line, h.text) for h in library_loading(text)] == [
-        (1, "<link.h>"), (2, "dl_iterate_phdr"), (3, "link_map"), (3, "dladdr")]
+        (1, "<link.h>"), (2, "dl_iterate_phdr"), (3, "link_map"), (3, "dladdr"), (4, "<elf.h>"),
+        (5, "Elf64_Ehdr"), (5, "DT_GNU_HASH"), (6, "\\x7fELF (in character list)"), (7, "0x464c457f")]
 
 
 def test_a_loader_bound_to_a_name_of_the_sources_own_fails_the_audit(tmp_path: Path) -> None:

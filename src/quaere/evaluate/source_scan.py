@@ -36,7 +36,12 @@ EMBEDDING_IN_STRINGS = re.compile(r"\.incbin\b|\bincbin\b|\.(?:push)?section\b|\
 LIBRARY_LOADING = re.compile(
     r"\b(?:dlopen|dlmopen|dlsym|dlvsym|dlinfo|dladdr1?|dl_iterate_phdr|__libc_dlopen_mode|__libc_dlsym|__libc_dlvsym"
     r"|_dl_open|_dl_sym|_dl_vsym|_dl_find_object|_r_debug|r_debug|link_map)\b|<\s*(?:dlfcn|link)\.h\s*>"
+    # Reading a loaded object's ELF tables yourself (from a driver function's address back to libcuda's header).
+    r"|<\s*elf\.h\s*>|\bElf(?:32|64)_\w+|\bElfW\s*\(|\bDT_(?:GNU_HASH|HASH|SYMTAB|STRTAB|DYNSYM)\b|\bPT_DYNAMIC\b"
+    r"|\b0[xX]464[cC]457[fF]\b"
 )
+# The ELF magic as a string or a character list ("\x7fELF", {0x7f, 'E', 'L', 'F'}).
+ELF_MAGIC_IN_STRINGS = re.compile("\x7fELF")
 # Name the Python C-API (a runner is a Python process): the route to rewriting its timing and its replies.
 PYTHON_API = re.compile(
     r"\b_?Py(?:Run|GILState|Eval|Import|Object|ThreadState|InterpreterState|Sys|Module|Capsule|Unicode|Long|Dict"
@@ -134,8 +139,12 @@ def embedding_directives(text: str) -> tuple[SourceHit, ...]:
 
 
 def library_loading(text: str) -> tuple[SourceHit, ...]:
-    """Calls of (or references to) the dynamic loader's lookup functions, and ``<dlfcn.h>``."""
-    return _hits(LIBRARY_LOADING, without_comments(text, keep_literals=False))
+    """Calls of (or references to) the dynamic loader's lookup functions and ``<dlfcn.h>``, the ways to walk the
+    loaded objects by hand (``dl_iterate_phdr``, the link map, ELF tables and the ELF magic, also as a string)."""
+    hits = _hits(LIBRARY_LOADING, without_comments(text, keep_literals=False))
+    magic = _string_hits(ELF_MAGIC_IN_STRINGS, without_comments(text, keep_literals=True), set())
+    return tuple(sorted(hits + tuple(SourceHit(hit.line, hit.text.replace("\x7f", "\\x7f")) for hit in magic),
+                        key=lambda hit: hit.line))
 
 
 def python_api(text: str) -> tuple[SourceHit, ...]:
