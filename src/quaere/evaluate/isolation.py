@@ -1,10 +1,11 @@
 """The runner's sandbox as the judge configures it: which folders it may read and write, its environment.
 
-Reads are allowed under the system folders, Python's own folders (the interpreter, its libraries, the
-installed packages and quaere's source), the CUDA driver and toolkit folders, and the folder of the built
-library; nothing else: not the home folder in general, not the workspace, not the evaluator's store or
-keys. Writes only under the runner's scratch folder (its HOME and TMPDIR), the evaluation's log folder
-(the dlopen guard writes there) and ``/dev`` (the GPU's device files are opened read-write).
+Reads are allowed under the system folders, Python's own folders (the interpreter, its libraries and quaere's
+source; for the build also the installed packages), the CUDA driver and toolkit folders, and the folder of the built
+library; nothing else: not the home folder in general, not the workspace, not the evaluator's store or keys, and for
+a runner no package on the import path but quaere (:func:`foreign_packages`). Writes only under the runner's
+scratch folder (its HOME and TMPDIR), the evaluation's log folder (the dlopen guard writes there) and ``/dev`` (the
+GPU's device files are opened read-write).
 
 The environment is rebuilt from a short list rather than inherited: an agent that sets ``LD_PRELOAD`` or
 ``PYTHONSTARTUP`` around ``quaere eval`` does not reach the runner through it.
@@ -15,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import sysconfig
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -37,23 +39,64 @@ def _existing(paths: Iterable[str]) -> list[str]:
 
 
 def read_roots(libraries: Iterable[str], env: Mapping[str, str], cwd: str,
-               unreadable: Iterable[str] = (), folders: Iterable[str] = ()) -> tuple[str, ...]:
-    """Folders the runner (or the build) may read: system, Python, quaere, CUDA, each library's own folder and
-    ``folders``, less every folder of ``unreadable`` (:func:`carve`).
+               unreadable: Iterable[str] = (), folders: Iterable[str] = (), packages: bool = True,
+               import_path: Iterable[str] | None = None) -> tuple[str, ...]:
+    """What the runner (or the build) may read: system, Python, quaere, CUDA, each library's own folder and
+    ``folders``, less every folder of ``unreadable`` (:func:`carve`) and, unless ``packages``, less every package
+    the import path holds but quaere (:func:`foreign_packages`; plain files on the way stay, each as its own rule).
 
     ``cwd`` (where ``quaere eval`` was started, often the workspace) is left out even when it is on
-    ``sys.path``: the runner starts in its scratch folder and never needs it.
+    ``sys.path``: the runner starts in its scratch folder and never needs it. ``import_path`` defaults to
+    ``sys.path``.
     """
+    entries = [p for p in (sys.path if import_path is None else import_path)
+               if p and os.path.realpath(p) != os.path.realpath(cwd)]
     python = [sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.realpath(sys.executable))]
-    path_entries = [p for p in sys.path if p and os.path.realpath(p) != os.path.realpath(cwd)]
-    package = [str(Path(quaere.__file__).resolve().parent.parent)]
+    own_package = Path(quaere.__file__).resolve().parent
     cuda = [env.get("CUDA_HOME", ""), "/usr/local/cuda", "/usr/local/nvidia"]
     library_paths = env.get("LD_LIBRARY_PATH", "").split(":")
     own = [os.path.dirname(os.path.realpath(lib)) for lib in libraries]
-    roots = _existing([*SYSTEM_READ_ROOTS, *python, *path_entries, *package, *cuda, *library_paths, *own, *folders])
+    roots = _existing([*SYSTEM_READ_ROOTS, *python, *entries, str(own_package.parent), *cuda, *library_paths, *own,
+                       *folders])
     for secret in unreadable:
         roots = [kept for root in roots for kept in carve(Path(root), Path(os.path.realpath(secret)))]
+    if not packages:
+        secrets = [Path(secret) for secret in foreign_packages(entries, (own_package, *map(Path, own)))]
+        roots = [kept for root in roots for kept in carve_all(Path(root), secrets)]
     return tuple(dict.fromkeys(roots))
+
+
+def foreign_packages(import_path: Iterable[str], keep: Iterable[Path]) -> list[str]:
+    """What the import path holds that a runner never imports: each folder and each ELF file directly in an entry
+    that is not the standard library itself, except the folders in ``keep`` (quaere's package, the built library's
+    folder) and those on the way to them. A runner imports the standard library and quaere only, so this is every
+    other package: torch, the NVIDIA libraries (cuBLAS, cuDNN) and the comparisons' wheels (FA3), whose bytes a
+    candidate could otherwise read and load by hand, unseen by the maps diff."""
+    stdlib = {os.path.realpath(sysconfig.get_paths()[name]) for name in ("stdlib", "platstdlib")}
+    kept = [Path(os.path.realpath(path)) for path in keep]
+    found: list[str] = []
+    for entry in dict.fromkeys(os.path.realpath(p) for p in import_path):
+        if entry in stdlib or not os.path.isdir(entry) or os.path.basename(entry) == "lib-dynload":
+            continue
+        try:
+            children = sorted(Path(entry).iterdir())
+        except OSError:
+            continue
+        for child in children:
+            real = Path(os.path.realpath(child))
+            if any(k == real or k.is_relative_to(real) for k in kept):
+                continue
+            if real.is_dir() or _is_elf(real):
+                found.append(str(real))
+    return found
+
+
+def _is_elf(path: Path) -> bool:
+    try:
+        with path.open("rb") as handle:
+            return path.is_file() and handle.read(4) == b"\x7fELF"
+    except OSError:
+        return False
 
 
 def carve(root: Path, secret: Path) -> list[str]:
@@ -63,22 +106,36 @@ def carve(root: Path, secret: Path) -> list[str]:
     beneath a read root (the service's keys under ``/var/lib``) is cut out by granting its siblings instead. Left
     out with the secret: plain files directly in a folder on the way (a rule on a folder is all the runner gets),
     a link that leads into the secret or to a folder above it, and a folder that cannot be listed."""
-    if root.is_relative_to(secret):
+    return carve_all(root, [secret], files=False)
+
+
+def _within(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
+def carve_all(root: Path, secrets: list[Path], files: bool = True) -> list[str]:
+    """:func:`carve` of every one of ``secrets`` (real paths) at once (one listing per folder on the way), plain
+    files on the way granted each by a rule of its own when ``files`` (the standard library's modules lie on the way
+    to a pyenv or conda ``site-packages``)."""
+    top, names = str(root), [str(secret) for secret in secrets]
+    if any(_within(top, secret) for secret in names):
         return []
-    if not secret.is_relative_to(root):
-        return [str(root)]
-    on_the_way = root / secret.relative_to(root).parts[0]
+    beneath = [secret for secret in names if _within(secret, top)]
+    if not beneath:
+        return [top]
     try:
         entries = sorted(root.iterdir())
     except OSError:
         return []
     kept: list[str] = []
     for entry in entries:
-        real = Path(os.path.realpath(entry))
-        if entry == on_the_way:
-            kept += carve(entry, secret)
-        elif entry.is_dir() and not (real.is_relative_to(secret) or secret.is_relative_to(real)):
-            kept.append(str(entry))
+        name, real = str(entry), os.path.realpath(entry)
+        if any(_within(secret, name) for secret in beneath):
+            kept += carve_all(entry, [Path(secret) for secret in beneath], files)
+        elif any(_within(real, secret) or _within(secret, real) for secret in beneath):
+            continue  # the secret itself, or a link into it or above it
+        elif entry.is_dir() or files and os.path.isfile(real):
+            kept.append(name)
     return kept
 
 

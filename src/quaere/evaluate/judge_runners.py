@@ -86,7 +86,9 @@ class Runners:
         self.started += 1
         scratch = self.settings.log_dir / f"runner-{impl}-{self.started}"
         scratch.mkdir(parents=True, exist_ok=True)
-        reads = isolation.read_roots([library], self.settings.base_env, os.getcwd(), self.settings.unreadable)
+        # No package but quaere: a runner imports nothing else, and a candidate could read a library's bytes there.
+        reads = isolation.read_roots([library], self.settings.base_env, os.getcwd(), self.settings.unreadable,
+                                     packages=False)
         # The dlopen guard opens its log before the sandbox is applied: the runner keeps that descriptor and
         # needs no write access to the log's folder. Only the candidate's runner logs where the parent reads.
         writes = (str(scratch), "/dev")

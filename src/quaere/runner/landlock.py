@@ -117,7 +117,8 @@ def _add_rule(libc: ctypes.CDLL, ruleset: int, path: str, rights: int, pin: bool
 
 
 def restrict_self(abi: int, read_roots: tuple[str, ...], write_roots: tuple[str, ...]) -> list[str]:
-    """Restrict this thread and those it starts from now on to the roots; the roots absent here are returned."""
+    """Restrict this thread and those it starts from now on to the roots (a read root may be a plain file); the roots
+    absent here are returned."""
     libc = _libc()
     handled = handled_fs_rights(abi)
     fields = [handled]
@@ -143,6 +144,8 @@ def restrict_self(abi: int, read_roots: tuple[str, ...], write_roots: tuple[str,
                                 _add_rule(libc, ruleset, entry, entry_rights & handled, pin=pin)
                 elif os.path.isdir(root):
                     _add_rule(libc, ruleset, root, rights)
+                elif os.path.isfile(root) and rights == READ_RIGHTS:  # on the way to a folder carved out
+                    _add_rule(libc, ruleset, root, FILE_READ_RIGHTS)
                 else:
                     skipped.append(root)
         if libc.syscall(SYS_LANDLOCK[2], ruleset, 0) != 0:
