@@ -21,6 +21,7 @@ from quaere.evaluate.source_scan import (
     entry_point_lookups,
     library_loading,
     named_system_call_lines,
+    process_files,
     protection_changes,
     raw_system_calls,
     symbol_bindings,
@@ -209,8 +210,11 @@ def test_writing_the_processs_own_memory_file_fails_the_audit(tmp_path: Path) ->
     threads' folders (the CUDA driver names its threads there), so the path is what the source shows."""
     source = ATTACKS / "writes_own_memory.cpp"
     report = audit(build_candidate(source, tmp_path), source, tmp_path)
-    assert evidence(report, "source_process_files") == ["writes_own_memory.cpp:10: /proc/ (in joined literals)"]
+    assert evidence(report, "source_process_files") == ["writes_own_memory.cpp:10: /proc (in joined literals)"]
     assert rules_of(report) == {"source_process_files"}
+    text = ('f = fopen("/proc/cpuinfo", "r"); g = fopen("/proc/sys/vm/overcommit_memory", "r");\n'
+            'h = fopen("/proc/self/maps", "r");\nsprintf(p, "/proc/%d/mem", pid);\nq = "/proc";\n')
+    assert [(h.line, h.text) for h in process_files(text)] == [(line, "/proc (in a literal)") for line in (2, 3, 4)]
 
 
 def test_comments_and_strings_do_not_count_but_asm_strings_do() -> None:

@@ -78,7 +78,8 @@ PROTECTION_CHANGE = re.compile(
     r"|__NR_pkey_mprotect)\b")
 # The process's own files: /proc/self/task/<tid>/mem writes past page protections (a runner may write its threads'
 # folders: the driver names them), /proc/self/maps finds a library's base for a walk by hand.
-PROCESS_FILES_IN_STRINGS = re.compile(r"/proc(?:/|\b)")
+# The machine-wide files a CPU kernel may read to size its work (/proc/cpuinfo, /proc/meminfo) are not a process's.
+PROCESS_FILES_IN_STRINGS = re.compile(r"/proc\b(?!/(?:(?:cpuinfo|meminfo|stat|loadavg|version)\b|sys/))")
 # Talk to the kernel directly: no library is involved, but it is how one would map a file unseen by the guard.
 RAW_SYSTEM_CALLS = re.compile(r"\bsyscall\s*\(|\b__NR_\w+|\bSYS_\w+|\bmemfd_create\b|\bmmap(?:64)?\s*\(")
 _SYSCALL_OPEN = re.compile(r"\bsyscall\s*\(")
@@ -243,7 +244,8 @@ def named_system_call_lines(text: str) -> frozenset[int]:
 
 
 def process_files(text: str) -> tuple[SourceHit, ...]:
-    """``/proc`` in the strings the source spells, whole or in pieces."""
+    """``/proc`` in the strings the source spells, whole or in pieces, but for the machine-wide information files
+    (``/proc/cpuinfo``, ``/proc/meminfo``, ``/proc/sys/...``)."""
     return tuple(_string_hits(PROCESS_FILES_IN_STRINGS, without_comments(text, keep_literals=True), set()))
 
 
