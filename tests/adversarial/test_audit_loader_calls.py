@@ -6,8 +6,10 @@ Defences: ``source_library_loading`` (the loader's entry points named in the sou
 ``source_device_code_loading`` (a device-code loader, linker, registration or run-time compiler named in the
 source, a string passed to an entry-point lookup included, fails the audit), ``source_entry_point_lookup`` (a
 lookup handed anything but literals, or asked for the lookup itself, fails it), ``source_symbol_binding`` (a name of
-the source's own bound to a symbol spelled in a string, an asm label or an alias, fails it), and the shim
-interposing every lookup door while keeping the caller's own loader semantics.
+the source's own bound to a symbol spelled in a string, an asm label or an alias, fails it),
+``source_protection_change`` (``mprotect``: the lookup's literal rewritten), ``source_unnamed_system_call`` (a
+system call by number or by instruction), ``source_process_files`` (``/proc/self/...``), and the shim interposing
+every lookup door while keeping the caller's own loader semantics.
 """
 
 from __future__ import annotations
@@ -100,7 +102,7 @@ def test_a_lookup_handed_a_name_built_at_run_time_fails_the_audit(tmp_path: Path
     assert rules_of(report) == {"source_entry_point_lookup"}
 
 
-def test_entry_point_lookups_pass_with_literal_names_only() -> None:
+def test_entry_point_lookups_pass_with_literal_names_and_fail_with_anything_else() -> None:
     text = (
         '// cudaGetDriverEntryPoint(name) in a comment\n'
         'cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &q);\n'
