@@ -61,8 +61,8 @@ def read_roots(libraries: Iterable[str], env: Mapping[str, str], cwd: str,
     for secret in unreadable:
         roots = [kept for root in roots for kept in carve(Path(root), Path(os.path.realpath(secret)))]
     if not packages:
-        secrets = [Path(secret) for secret in foreign_packages(entries, (own_package, *map(Path, own)))]
-        roots = [kept for root in roots for kept in carve_all(Path(root), secrets)]
+        secrets = foreign_packages(entries, (own_package, *map(Path, own)))
+        roots = [kept for root in roots for kept in carve_all(root, secrets)]
     return tuple(dict.fromkeys(roots))
 
 
@@ -113,28 +113,31 @@ def _within(path: str, folder: str) -> bool:
     return path == folder or path.startswith(folder.rstrip("/") + "/")
 
 
-def carve_all(root: Path, secrets: list[Path], files: bool = True) -> list[str]:
+def carve_all(root: str | Path, secrets: Iterable[str | Path], files: bool = True) -> list[str]:
     """:func:`carve` of every one of ``secrets`` (real paths) at once (one listing per folder on the way), plain
     files on the way granted each by a rule of its own when ``files`` (the standard library's modules lie on the way
     to a pyenv or conda ``site-packages``)."""
-    top, names = str(root), [str(secret) for secret in secrets]
-    if any(_within(top, secret) for secret in names):
+    return _carve(os.fspath(root), [os.fspath(secret) for secret in secrets], files)
+
+
+def _carve(top: str, secrets: list[str], files: bool) -> list[str]:
+    if any(_within(top, secret) for secret in secrets):
         return []
-    beneath = [secret for secret in names if _within(secret, top)]
+    beneath = [secret for secret in secrets if _within(secret, top)]
     if not beneath:
         return [top]
     try:
-        entries = sorted(root.iterdir())
+        names = sorted(os.path.join(top, name) for name in os.listdir(top))
     except OSError:
         return []
     kept: list[str] = []
-    for entry in entries:
-        name, real = str(entry), os.path.realpath(entry)
+    for name in names:
+        real = os.path.realpath(name)
         if any(_within(secret, name) for secret in beneath):
-            kept += carve_all(entry, [Path(secret) for secret in beneath], files)
+            kept += _carve(name, beneath, files)
         elif any(_within(real, secret) or _within(secret, real) for secret in beneath):
             continue  # the secret itself, or a link into it or above it
-        elif entry.is_dir() or files and os.path.isfile(real):
+        elif os.path.isdir(name) or files and os.path.isfile(real):
             kept.append(name)
     return kept
 
