@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import quaere
+from quaere.evaluate.elf_sections import ELF_MAGIC
 
 SYSTEM_READ_ROOTS = ("/usr", "/lib", "/lib32", "/lib64", "/bin", "/sbin", "/etc", "/opt", "/proc", "/sys", "/dev",
                      "/run", "/var/lib", "/snap")
@@ -94,7 +95,7 @@ def foreign_packages(import_path: Iterable[str], keep: Iterable[Path]) -> list[s
 def _is_elf(path: Path) -> bool:
     try:
         with path.open("rb") as handle:
-            return path.is_file() and handle.read(4) == b"\x7fELF"
+            return path.is_file() and handle.read(len(ELF_MAGIC)) == ELF_MAGIC
     except OSError:
         return False
 

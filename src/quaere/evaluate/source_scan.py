@@ -17,7 +17,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .spelled import LITERAL_ARGUMENT, LITERAL_RUN, decode_run, spelled_strings
+from .elf_sections import ELF_MAGIC
+from .spelled import LITERAL_ARGUMENT, LITERAL_RUN, decode_run, line_of, spelled_strings
 
 # A raw string first: its body may hold quotes and comment openers, which must not shift what reads as code.
 _COMMENT_OR_LITERAL = re.compile(
@@ -41,7 +42,7 @@ LIBRARY_LOADING = re.compile(
     r"|\b0[xX]464[cC]457[fF]\b"
 )
 # The ELF magic as a string or a character list ("\x7fELF", {0x7f, 'E', 'L', 'F'}).
-ELF_MAGIC_IN_STRINGS = re.compile("\x7fELF")
+ELF_MAGIC_IN_STRINGS = re.compile(re.escape(ELF_MAGIC.decode("latin-1")))
 # Name the Python C-API (a runner is a Python process): the route to rewriting its timing and its replies.
 PYTHON_API = re.compile(
     r"\b_?Py(?:Run|GILState|Eval|Import|Object|ThreadState|InterpreterState|Sys|Module|Capsule|Unicode|Long|Dict"
@@ -108,7 +109,7 @@ def without_comments(text: str, keep_literals: bool = True) -> str:
 
 
 def _hits(pattern: re.Pattern[str], text: str) -> tuple[SourceHit, ...]:
-    return tuple(SourceHit(text.count("\n", 0, m.start()) + 1, m.group().strip()) for m in pattern.finditer(text))
+    return tuple(SourceHit(line_of(text, m.start()), m.group().strip()) for m in pattern.finditer(text))
 
 
 def _string_hits(in_strings: re.Pattern[str], kept: str, reported: set[tuple[int, str]]) -> list[SourceHit]:
@@ -167,7 +168,7 @@ def entry_point_lookups(text: str) -> tuple[SourceHit, ...]:
     the lookup or the tables named in a string (asked of the lookup, they return a door that takes any name)."""
     kept = without_comments(text, keep_literals=True)
     code = without_comments(text, keep_literals=False)  # the same offsets, strings blanked: only code names a call
-    hits = [SourceHit(code.count("\n", 0, m.start()) + 1, f"{m.group()} (its name is not a literal)")
+    hits = [SourceHit(line_of(code, m.start()), f"{m.group()} (its name is not a literal)")
             for m in ENTRY_POINT_LOOKUP.finditer(code) if not LITERAL_ARGUMENT.match(kept, m.end())]
     hits += _hits(RUNTIME_INTERNALS, code)
     hits += _string_hits(LOOKUP_NAMES_IN_STRINGS, kept, set())
@@ -208,12 +209,12 @@ def symbol_bindings(text: str) -> tuple[SourceHit, ...]:
         run = LITERAL_RUN.match(kept, opening.end())
         name = decode_run(run.group()) if run else ""
         if run and _SYMBOL_NAME.fullmatch(name) and _after_declarator(code, opening.start()):
-            hits.append(SourceHit(code.count("\n", 0, opening.start()) + 1, f'asm label "{name.strip()}"'))
+            hits.append(SourceHit(line_of(code, opening.start()), f'asm label "{name.strip()}"'))
     for attribute in _BINDING_ATTRIBUTE.finditer(code):
         run = LITERAL_RUN.match(kept, attribute.end())
         if run:
-            hits.append(SourceHit(code.count("\n", 0, attribute.start()) + 1,
-                                  f'{attribute.group(1)}("{decode_run(run.group())}")'))
+            name = decode_run(run.group())
+            hits.append(SourceHit(line_of(code, attribute.start()), f'{attribute.group(1)}("{name}")'))
     hits += _hits(_REDEFINE_EXTNAME, code)
     return tuple(sorted(hits, key=lambda hit: hit.line))
 
@@ -229,8 +230,7 @@ def unnamed_system_calls(text: str) -> tuple[SourceHit, ...]:
     audit cannot tell apart, ``mprotect`` included. After the preprocessor every name is a number, so a hit there
     counts only where the text as written does not name it (:func:`named_system_call_lines`)."""
     code = without_comments(text, keep_literals=False)
-    hits = [SourceHit(code.count("\n", 0, m.start()) + 1, "syscall( (its number is not named)")
-            for m in _SYSCALL_OPEN.finditer(code) if not _NAMED_NUMBER.match(code, m.end())]
+    hits = [SourceHit(line, "syscall( (its number is not named)") for line, named in _syscalls(code) if not named]
     hits += _hits(_OWN_NUMBER_NAME, code)
     hits += _string_hits(RAW_SYSTEM_CALLS_IN_STRINGS, without_comments(text, keep_literals=True), set())
     return tuple(sorted(hits, key=lambda hit: hit.line))
@@ -238,9 +238,12 @@ def unnamed_system_calls(text: str) -> tuple[SourceHit, ...]:
 
 def named_system_call_lines(text: str) -> frozenset[int]:
     """The lines where ``syscall(`` is handed a ``SYS_*``/``__NR_*`` name as written."""
-    code = without_comments(text, keep_literals=False)
-    return frozenset(code.count("\n", 0, m.start()) + 1 for m in _SYSCALL_OPEN.finditer(code)
-                     if _NAMED_NUMBER.match(code, m.end()))
+    return frozenset(line for line, named in _syscalls(without_comments(text, keep_literals=False)) if named)
+
+
+def _syscalls(code: str) -> list[tuple[int, bool]]:
+    """Each ``syscall(`` in ``code`` (comments and literals blanked): its line, and whether its number is named."""
+    return [(line_of(code, m.start()), bool(_NAMED_NUMBER.match(code, m.end()))) for m in _SYSCALL_OPEN.finditer(code)]
 
 
 def process_files(text: str) -> tuple[SourceHit, ...]:

@@ -77,7 +77,8 @@ def decode_run(run: str) -> str:
     return "".join(decode_literal(token.group()) for token in _TOKEN.finditer(run) if token.group("string"))
 
 
-def _line(text: str, offset: int) -> int:
+def line_of(text: str, offset: int) -> int:
+    """The 1-based line of ``text`` that ``offset`` falls on."""
     return text.count("\n", 0, offset) + 1
 
 
@@ -102,8 +103,8 @@ def joined_literals(text: str) -> tuple[Spelled, ...]:
     found = []
     for run in _adjacent_runs(text):
         how = "joined literals" if len(run) > 1 else "a literal"
-        found.append(Spelled(_line(text, run[0].start()), decode_run(text[run[0].start():run[-1].end()]), how,
-                             _line(text, run[-1].end())))
+        found.append(Spelled(line_of(text, run[0].start()), decode_run(text[run[0].start():run[-1].end()]), how,
+                             line_of(text, run[-1].end())))
     return tuple(found)
 
 
@@ -126,8 +127,8 @@ def character_lists(text: str) -> tuple[Spelled, ...]:
     for listing in _LIST.finditer(text):
         values = [_element_value(m.group()) for m in _LIST_ELEMENT.finditer(listing.group())]
         if all(0 <= v <= 0x10FFFF for v in values):
-            found.append(Spelled(_line(text, listing.start()), "".join(map(chr, values)), "character list",
-                                 _line(text, listing.end())))
+            found.append(Spelled(line_of(text, listing.start()), "".join(map(chr, values)), "character list",
+                                 line_of(text, listing.end())))
     return tuple(found)
 
 
