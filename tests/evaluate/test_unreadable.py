@@ -90,7 +90,7 @@ def _python_tree(root: Path) -> tuple[Path, Path]:
 def test_a_runner_reads_no_package_on_the_import_path_but_quaere(tmp_path: Path) -> None:
     """The bytes of torch's cuDNN or a comparison's wheel could be read and loaded by hand, unseen by the maps diff
     (docs/security.md); a runner imports the standard library and quaere only."""
-    from quaere.evaluate.isolation import foreign_packages
+    from quaere.evaluate.foreign_files import foreign_packages
 
     stdlib, site = _python_tree(tmp_path)
     quaere_package = site / "quaere"

@@ -3,9 +3,9 @@
 Reads are allowed under the system folders, Python's own folders (the interpreter, its libraries and quaere's
 source; for the build also the installed packages), the CUDA driver and toolkit folders, and the folder of the built
 library; nothing else: not the home folder in general, not the workspace, not the evaluator's store or keys, and for
-a runner no package on the import path but quaere (:func:`foreign_packages`). Writes only under the runner's
-scratch folder (its HOME and TMPDIR), the evaluation's log folder (the dlopen guard writes there) and ``/dev`` (the
-GPU's device files are opened read-write).
+a runner no other Python package and no banned library's file (:mod:`quaere.evaluate.foreign_files`). Writes only
+under the runner's scratch folder (its HOME and TMPDIR), the evaluation's log folder (the dlopen guard writes there)
+and ``/dev`` (the GPU's device files are opened read-write).
 
 The environment is rebuilt from a short list rather than inherited: an agent that sets ``LD_PRELOAD`` or
 ``PYTHONSTARTUP`` around ``quaere eval`` does not reach the runner through it.
@@ -16,12 +16,11 @@ from __future__ import annotations
 import json
 import os
 import sys
-import sysconfig
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import quaere
-from quaere.evaluate.elf_sections import ELF_MAGIC
+from quaere.evaluate.foreign_files import foreign_packages
 
 SYSTEM_READ_ROOTS = ("/usr", "/lib", "/lib32", "/lib64", "/bin", "/sbin", "/etc", "/opt", "/proc", "/sys", "/dev",
                      "/run", "/var/lib", "/snap")
@@ -41,10 +40,12 @@ def _existing(paths: Iterable[str]) -> list[str]:
 
 def read_roots(libraries: Iterable[str], env: Mapping[str, str], cwd: str,
                unreadable: Iterable[str] = (), folders: Iterable[str] = (), packages: bool = True,
-               import_path: Iterable[str] | None = None) -> tuple[str, ...]:
+               import_path: Iterable[str] | None = None, hidden: Iterable[str] = ()) -> tuple[str, ...]:
     """What the runner (or the build) may read: system, Python, quaere, CUDA, each library's own folder and
     ``folders``, less every folder of ``unreadable`` (:func:`carve`) and, unless ``packages``, less every package
-    the import path holds but quaere (:func:`foreign_packages`; plain files on the way stay, each as its own rule).
+    the import path holds but quaere (:func:`~quaere.evaluate.foreign_files.foreign_packages`) and less ``hidden``
+    (files or folders; :func:`~quaere.evaluate.foreign_files.runner_hidden`). Plain files on the way to a package or
+    to ``hidden`` stay, each as its own rule.
 
     ``cwd`` (where ``quaere eval`` was started, often the workspace) is left out even when it is on
     ``sys.path``: the runner starts in its scratch folder and never needs it. ``import_path`` defaults to
@@ -61,43 +62,12 @@ def read_roots(libraries: Iterable[str], env: Mapping[str, str], cwd: str,
                        *folders])
     for secret in unreadable:
         roots = [kept for root in roots for kept in carve(Path(root), Path(os.path.realpath(secret)))]
+    secrets = [os.path.realpath(path) for path in hidden]
     if not packages:
-        secrets = foreign_packages(entries, (own_package, *map(Path, own)))
+        secrets += foreign_packages(entries, (own_package, *map(Path, own)))
+    if secrets:
         roots = [kept for root in roots for kept in carve_all(root, secrets)]
     return tuple(dict.fromkeys(roots))
-
-
-def foreign_packages(import_path: Iterable[str], keep: Iterable[Path]) -> list[str]:
-    """What the import path holds that a runner never imports: each folder and each ELF file directly in an entry
-    that is not the standard library itself, except the folders in ``keep`` (quaere's package, the built library's
-    folder) and those on the way to them. A runner imports the standard library and quaere only, so this is every
-    other package: torch, the NVIDIA libraries (cuBLAS, cuDNN) and the comparisons' wheels (FA3), whose bytes a
-    candidate could otherwise read and load by hand, unseen by the maps diff."""
-    stdlib = {os.path.realpath(sysconfig.get_paths()[name]) for name in ("stdlib", "platstdlib")}
-    kept = [Path(os.path.realpath(path)) for path in keep]
-    found: list[str] = []
-    for entry in dict.fromkeys(os.path.realpath(p) for p in import_path):
-        if entry in stdlib or not os.path.isdir(entry) or os.path.basename(entry) == "lib-dynload":
-            continue
-        try:
-            children = sorted(Path(entry).iterdir())
-        except OSError:
-            continue
-        for child in children:
-            real = Path(os.path.realpath(child))
-            if any(k == real or k.is_relative_to(real) for k in kept):
-                continue
-            if real.is_dir() or _is_elf(real):
-                found.append(str(real))
-    return found
-
-
-def _is_elf(path: Path) -> bool:
-    try:
-        with path.open("rb") as handle:
-            return path.is_file() and handle.read(len(ELF_MAGIC)) == ELF_MAGIC
-    except OSError:
-        return False
 
 
 def carve(root: Path, secret: Path) -> list[str]:

@@ -22,6 +22,7 @@ from pydantic import BaseModel
 
 from quaere.evaluate.arrays import ops_for
 from quaere.evaluate.correctness import Rule
+from quaere.evaluate.foreign_files import runner_hidden
 from quaere.evaluate.judge_check import check_scenario
 from quaere.evaluate.judge_protocol import (
     REQUEST,
@@ -48,7 +49,7 @@ def _init(request: InitRequest) -> tuple[JudgeState, InitReply]:
         device=task.spec.device, entry=task.spec.entry_point, kernels=dict(request.kernels),
         log_dir=Path(runner.log_dir), base_env=dict(runner.base_env), guard_env=dict(runner.guard_env),
         start_timeout_s=runner.start_timeout_s, sandbox=runner.sandbox, threads=runner.threads,
-        unreadable=runner.unreadable,
+        unreadable=runner.unreadable, hidden=runner_hidden(request.banned, runner.base_env, sys.path),
     )
     state = JudgeState(task=task, ops=ops_for(task.spec.device), pool=BufferPool(allocator_for(task.spec.device)),
                        runners=Runners(settings), banned=request.banned)

@@ -34,6 +34,9 @@ class RunnerSettings:
     threads: bool = False
     unreadable: tuple[str, ...] = ()
     """Folders no runner may read, even beneath one of its read roots (the store's keys)."""
+    hidden: tuple[str, ...] = ()
+    """Files and folders carved out of every runner's read roots besides the import path's packages: other Pythons'
+    packages, the banned families' libraries (:func:`quaere.evaluate.foreign_files.runner_hidden`)."""
 
 
 @dataclass
@@ -86,9 +89,10 @@ class Runners:
         self.started += 1
         scratch = self.settings.log_dir / f"runner-{impl}-{self.started}"
         scratch.mkdir(parents=True, exist_ok=True)
-        # No package but quaere: a runner imports nothing else, and a candidate could read a library's bytes there.
+        # No package but quaere, no banned library's file: a runner needs none, and a candidate could read a
+        # library's bytes there and load its kernels by hand.
         reads = isolation.read_roots([library], self.settings.base_env, os.getcwd(), self.settings.unreadable,
-                                     packages=False)
+                                     packages=False, hidden=self.settings.hidden)
         # The dlopen guard opens its log before the sandbox is applied: the runner keeps that descriptor and
         # needs no write access to the log's folder. Only the candidate's runner logs where the parent reads.
         writes = (str(scratch), "/dev")

@@ -86,6 +86,16 @@ class Timed:
     accounted: Accounted = Accounted()
 
 
+def _memory_file(data: bytes) -> int:
+    """A descriptor of an anonymous file holding ``data``, for the runner to read whole
+    (:func:`quaere.runner.serve.read_spec`)."""
+    fd = os.memfd_create("quaere-runner-spec")
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+    return fd
+
+
 class RunnerProcess:
     """One runner; use :meth:`start`, then :meth:`map`/:meth:`call`/:meth:`unmap`, then :meth:`close`."""
 
@@ -96,11 +106,17 @@ class RunnerProcess:
         self.channel = ours
         spec = {"fd": theirs.fileno(), "parent": os.getpid(), "device": config.device, "library": config.library,
                 "entry": config.entry, "policy": config.policy}
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "quaere.runner", json.dumps(spec)], stdin=subprocess.DEVNULL,
-            stdout=self._stderr, stderr=self._stderr, env=config.env, pass_fds=(theirs.fileno(),),
-            start_new_session=True, cwd=cwd,
-        )
+        # The spec travels in a memory file, not in argv: its read roots run to thousands of files where a library
+        # folder is carved (foreign_files), past the kernel's 128 KiB limit on one argument.
+        spec_fd = _memory_file(json.dumps(spec).encode())
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "quaere.runner", str(spec_fd)], stdin=subprocess.DEVNULL,
+                stdout=self._stderr, stderr=self._stderr, env=config.env, pass_fds=(theirs.fileno(), spec_fd),
+                start_new_session=True, cwd=cwd,
+            )
+        finally:
+            os.close(spec_fd)
         theirs.close()
         self.pid = self.proc.pid
         self.isolation = Isolation(separate_process=True, judge_uid=os.getuid())

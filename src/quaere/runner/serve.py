@@ -1,10 +1,11 @@
 """The runner's loop: one JSON request per datagram on a ``SOCK_SEQPACKET`` socket, one JSON reply each.
 
-Start-up, in this order: die with the parent, point fd 1 at stderr (kernel ``printf`` never reaches the
-protocol), lock the files (Landlock: before the device, so that the CUDA driver's threads start inside it), open
-the device (CUDA primary context, one stream, two events), say ``ready`` and wait for ``load`` (the judge reads
-this process's memory maps in between: its picture *before* any candidate code), lock the system calls (seccomp,
-on every thread), ``dlopen`` the library (its constructors run sandboxed), resolve the entry point.
+Start-up, in this order: read the judge's spec (a memory file, :func:`read_spec`), die with the parent, point fd 1
+at stderr (kernel ``printf`` never reaches the protocol), lock the files (Landlock: before the device, so that the
+CUDA driver's threads start inside it), open the device (CUDA primary context, one stream, two events), say
+``ready`` and wait for ``load`` (the judge reads this process's memory maps in between: its picture *before* any
+candidate code), lock the system calls (seccomp, on every thread), ``dlopen`` the library (its constructors run
+sandboxed), resolve the entry point.
 
 Requests (``op``): ``map`` buffers (CUDA IPC handles, or shared-memory file descriptors passed with the
 message), ``unmap`` them, ``call`` the entry point on typed arguments (timed or not), ``exit``.
@@ -291,8 +292,17 @@ def serve(config: dict, channel: socket.socket) -> None:
         _send(channel, reply)
 
 
+def read_spec(fd: int) -> dict:
+    """The judge's spec from the memory file ``fd`` (``RunnerProcess`` writes it), which is then closed: candidate
+    code never finds it open."""
+    try:
+        return json.loads(os.pread(fd, os.fstat(fd).st_size, 0))
+    finally:
+        os.close(fd)
+
+
 def main(argv: list[str]) -> None:
-    config = json.loads(argv[1])
+    config = read_spec(int(argv[1]))
     sandbox.die_with_parent()
     if os.getppid() != int(config["parent"]):
         os._exit(3)  # the judge died before this line: nobody to serve

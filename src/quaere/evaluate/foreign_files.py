@@ -1,0 +1,151 @@
+"""What a runner must not read though it lies beneath one of its read roots: files that hold other people's kernels.
+
+The runner's read roots are wide (``/usr``, ``/opt``, the Python folders; :mod:`quaere.evaluate.isolation`) because
+the CUDA driver reads where it likes. Beneath them lie libraries whose bytes a candidate could read with ``read``
+(no mapping, so no maps diff), cut a cubin out of and load by hand (docs/security.md, "What the audit cannot see").
+A runner imports the standard library and quaere only and loads one built library, so three kinds of file are of no
+use to it and are carved out (:func:`quaere.evaluate.isolation.carve_all`):
+
+* every package on the import path but quaere (:func:`foreign_packages`): torch, the NVIDIA wheels, the comparisons';
+* every other Python's package folders (:func:`other_python_packages`): a system ``dist-packages`` or a conda
+  environment under ``/opt`` holds the same wheels;
+* every library file of a banned family where libraries are kept (:func:`banned_library_files`): the CUDA toolkits'
+  cuBLAS, a system-wide cuDNN.
+
+The judge computes the last two once per evaluation (:func:`runner_hidden`), not per runner.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import subprocess
+import sysconfig
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+
+import quaere
+from quaere.evaluate.elf_sections import ELF_MAGIC
+from quaere.evaluate.families import families
+
+LIBRARY_FOLDERS = ("/lib", "/lib64", "/usr/lib", "/usr/lib64", "/usr/local/lib", "/usr/local/lib64", "/lib/*-linux-gnu",
+                   "/usr/lib/*-linux-gnu", "/usr/lib/wsl/lib")
+"""Where the dynamic loader looks without being told (patterns), beside what ``ldconfig -p`` lists."""
+TOOLKIT_TREES = ("/usr/local/cuda*", "/opt/cuda*", "/opt/nvidia")
+"""CUDA toolkits (patterns), walked whole: each holds cuBLAS, some hold cuDNN, in folders that vary by version."""
+PACKAGE_FOLDERS = ("/usr/lib/python3*/*-packages", "/usr/local/lib/python3*/*-packages",
+                   "/usr/lib64/python3*/site-packages", "/opt/*/lib/python3*/site-packages",
+                   "/opt/*/envs/*/lib/python3*/site-packages", "/opt/*/pkgs")
+"""Other Pythons' package folders under the system read roots (patterns)."""
+
+
+def foreign_packages(import_path: Iterable[str], keep: Iterable[Path]) -> list[str]:
+    """What the import path holds that a runner never imports: each folder and each ELF file directly in an entry
+    that is not the standard library itself, except the folders in ``keep`` (quaere's package, the built library's
+    folder) and those on the way to them. A runner imports the standard library and quaere only, so this is every
+    other package: torch, the NVIDIA libraries (cuBLAS, cuDNN) and the comparisons' wheels (FA3), whose bytes a
+    candidate could otherwise read and load by hand, unseen by the maps diff."""
+    stdlib = {os.path.realpath(sysconfig.get_paths()[name]) for name in ("stdlib", "platstdlib")}
+    kept = [Path(os.path.realpath(path)) for path in keep]
+    found: list[str] = []
+    for entry in dict.fromkeys(os.path.realpath(p) for p in import_path):
+        if entry in stdlib or not os.path.isdir(entry) or os.path.basename(entry) == "lib-dynload":
+            continue
+        try:
+            children = sorted(Path(entry).iterdir())
+        except OSError:
+            continue
+        for child in children:
+            real = Path(os.path.realpath(child))
+            if any(k == real or k.is_relative_to(real) for k in kept):
+                continue
+            if real.is_dir() or _is_elf(real):
+                found.append(str(real))
+    return found
+
+
+def _is_elf(path: Path) -> bool:
+    try:
+        with path.open("rb") as handle:
+            return path.is_file() and handle.read(len(ELF_MAGIC)) == ELF_MAGIC
+    except OSError:
+        return False
+
+
+def _expand(patterns: Iterable[str]) -> list[str]:
+    found: dict[str, None] = {}
+    for pattern in patterns:
+        for path in sorted(glob.glob(pattern)):
+            real = os.path.realpath(path)
+            if os.path.isdir(real):
+                found[real] = None
+    return list(found)
+
+
+def other_python_packages(folders: Iterable[str], keep: Iterable[str]) -> list[str]:
+    """The real paths of ``folders`` (package folders, patterns allowed) that hold nothing in ``keep`` (quaere's
+    package, the import path's entries: :func:`foreign_packages` carves those one package at a time)."""
+    kept = [os.path.realpath(path) for path in keep]
+    return [folder for folder in _expand(folders)
+            if not any(k == folder or k.startswith(folder + "/") or folder.startswith(k + "/") for k in kept)]
+
+
+def loader_folders(ldconfig_listing: str) -> list[str]:
+    """The folders of the libraries ``ldconfig -p`` lists (``\\tlibcudnn.so.9 (libc6,x86-64) => /usr/lib/...``)."""
+    folders: dict[str, None] = {}
+    for line in ldconfig_listing.splitlines():
+        _, arrow, path = line.partition(" => ")
+        if arrow and path.startswith("/"):
+            folders[os.path.dirname(path.strip())] = None
+    return list(folders)
+
+
+def _ldconfig_listing() -> str:
+    for ldconfig in ("/sbin/ldconfig", "/usr/sbin/ldconfig"):
+        if os.access(ldconfig, os.X_OK):
+            try:
+                return subprocess.run([ldconfig, "-p"], capture_output=True, text=True, timeout=20).stdout
+            except (OSError, subprocess.SubprocessError):
+                return ""
+    return ""
+
+
+def banned_library_files(names: Callable[[str], bool], folders: Iterable[str], trees: Iterable[str]) -> list[str]:
+    """Real paths of the files whose name ``names`` accepts: directly in ``folders``, or anywhere beneath ``trees``
+    (patterns allowed in both). A link is followed to its file, so a renamed copy reached through a library's
+    name is found too."""
+    found: dict[str, None] = {}
+
+    def take(folder: str, name: str) -> None:
+        if names(name):
+            real = os.path.realpath(os.path.join(folder, name))
+            if os.path.isfile(real):
+                found[real] = None
+
+    for folder in _expand(folders):
+        try:
+            entries = sorted(os.listdir(folder))
+        except OSError:
+            continue
+        for name in entries:
+            take(folder, name)
+    for tree in _expand(trees):
+        for folder, _, files in os.walk(tree):
+            for name in files:
+                take(folder, name)
+    return list(found)
+
+
+def runner_hidden(banned: tuple[str, ...], env: Mapping[str, str], import_path: Iterable[str]) -> tuple[str, ...]:
+    """What every runner of one evaluation has carved out besides the import path's packages: other Pythons'
+    package folders, and the library files of the task's ``banned`` families wherever libraries are kept (the
+    loader's folders, ``LD_LIBRARY_PATH``, the CUDA toolkits and ``CUDA_HOME``)."""
+    own = str(Path(quaere.__file__).resolve().parent)
+    packages = other_python_packages(PACKAGE_FOLDERS, [own, *import_path])
+    shunned = [family for family in families(banned) if family.library is not None]
+    library_paths = [path for path in env.get("LD_LIBRARY_PATH", "").split(":") if path]
+    folders = [*LIBRARY_FOLDERS, *loader_folders(_ldconfig_listing()), *library_paths]
+    trees = [*TOOLKIT_TREES, *([env["CUDA_HOME"]] if env.get("CUDA_HOME") else [])]
+    files = banned_library_files(lambda name: any(f.names_library(name) for f in shunned), folders, trees) \
+        if shunned else []
+    return tuple(dict.fromkeys([*packages, *files]))
