@@ -157,6 +157,10 @@ class Timing(Record):
     slot_overhead_ms: MaybeFloat = Field(default=math.nan, description="Native implementations on a GPU: the "
                                          "same, on the runner's turn alone: from the end of the judge's cover to "
                                          "its close word (judged where the task sets timing.slot_abs_ms).")
+    turn_floor_ms: MaybeFloat = Field(default=math.nan, description="A candidate timed through a runner on a GPU: "
+                                      "the median of its timed calls' turns (the judge's cover's end to the close "
+                                      "word) less the trusted initial kernel's median (turn - claim). median_ms is "
+                                      "at least this: a claim gains nothing below what the judge's clock saw.")
     cover_mhz: MaybeFloat = Field(default=math.nan, description="On a GPU: median effective SM clock (MHz) of the "
                                   "judge's cover before each timed call (a spin of known cycles between two judge "
                                   "events). A comparison timed at a lower clock than the candidate's is slowed by "

@@ -156,6 +156,27 @@ class CallTimes:
         turns = [ms for ms in self.slots_ms if not math.isnan(ms)]
         return stats.iqr(turns) if turns and len(turns) == len(self.slots_ms) else math.nan
 
+    def turn_floor_ms(self, reference: CallTimes, timed: int) -> float:
+        """What the judge's own clock says one of the last ``timed`` calls took: the median of their turns less the
+        trusted ``reference``'s median (turn - claim) over all its calls (its fixed cost around the claimed
+        interval: context switches, events, word); NaN unless each of those calls and one of the reference's has a
+        turn.
+
+        The reported time is a median claim, and claims are the runner's word: the turn's bound (``slot_abs_ms``)
+        leaves a claim 3 us short a call unseen, on top of whatever fixed cost the candidate's turn has below the
+        trusted kernel's. Reported no lower than this floor (``judge_time``), a claim gains nothing below it
+        however it was forged, on any share of the calls: the turns are the judge's, and forged claims move neither
+        their median nor the reference's. Replayed on the H200's call logs of session 28, the floor of an honest
+        kernel lies under its median claim (the shipped kernel 0.5-2.8 us under on the 26 attention
+        configurations; the initial kernel against itself up to 0.35 us over on 2 of them), so it binds on a
+        forger, and at most by that much on an honest kernel."""
+        turns = self.slots_ms[-timed:] if timed > 0 else []
+        offsets = [slot - claim for slot, claim in zip(reference.slots_ms, reference.claims_ms, strict=True)
+                   if not math.isnan(slot)]
+        if not turns or any(math.isnan(ms) for ms in turns) or not offsets:
+            return math.nan
+        return stats.median(turns) - stats.median(offsets)
+
     def _excess_quartile(self, measured_ms: list[float], figure: bool) -> float:
         """Lower quartile of (measured - claimed) over the figure's calls (every call unless ``figure``) where the
         judge measured something; NaN if none."""

@@ -126,6 +126,23 @@ def with_calls(timing: Timing, calls: CallTimes, untrusted: bool, stolen_share: 
         **({"steal_share": stolen_share} if cpu_accountable else {})})
 
 
+def floored(timing: Timing, calls: CallTimes, reference: CallTimes | None, flops: float) -> Timing:
+    """``timing`` (an untrusted implementation's) with its turn floor (:meth:`CallTimes.turn_floor_ms`) and its
+    median raised to that floor where its claims fall under it; unchanged without samples, turns or a reference."""
+    if reference is None or not timing.samples_ms or math.isnan(timing.median_ms):
+        return timing
+    floor_ms = calls.turn_floor_ms(reference, len(timing.samples_ms))
+    if math.isnan(floor_ms):
+        return timing
+    if floor_ms <= timing.median_ms:
+        return timing.model_copy(update={"turn_floor_ms": floor_ms})
+    raised = (f"median raised from the claimed {timing.median_ms * 1e3:.1f} us to {floor_ms * 1e3:.1f} us: the "
+              "judge's turns less the trusted kernel's fixed cost")
+    return timing.model_copy(update={"turn_floor_ms": floor_ms, "median_ms": floor_ms,
+                                     "tflops": stats.tflops(flops, floor_ms),
+                                     "detail": "; ".join(part for part in (timing.detail, raised) if part)})
+
+
 def time_scenario(state: JudgeState, scenario: Scenario, seed: int, rule: Rule, timing: TimingRule,
                   comparisons: tuple[str, ...], timeout_s: float, call_log: Path | None = None) -> list[Timing]:
     """Timings of the candidate, the initial kernel and each comparison, in that order."""
@@ -162,8 +179,12 @@ def time_scenario(state: JudgeState, scenario: Scenario, seed: int, rule: Rule, 
             native = natives.get(run.name)
             settled[run.name] = to_timing(run, flops).model_copy(update={"cover_mhz": _median_clock(run.impl)})
             if native is not None and native.calls.claims_ms:
-                settled[run.name] = with_calls(settled[run.name], native.calls, run.name in UNTRUSTED, run_steal[0],
+                untrusted = run.name in UNTRUSTED
+                settled[run.name] = with_calls(settled[run.name], native.calls, untrusted, run_steal[0],
                                                native.runner.cpu_accountable)
+                reference = natives.get("initial") if untrusted else None
+                if reference is not None:
+                    settled[run.name] = floored(settled[run.name], native.calls, reference.calls, flops)
         return [settled[name] for name in (*NATIVE, *comparisons)]
     finally:
         buffers.free()
