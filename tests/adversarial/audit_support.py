@@ -15,6 +15,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,7 +23,7 @@ import pytest
 
 from quaere.evaluate.audit import AuditContext, AuditReport, run_audit
 from quaere.evaluate.build import parse_depfile
-from quaere.evaluate.preprocess import preprocess_command
+from quaere.evaluate.preprocess import own_lines, preprocess_command
 from quaere.records import BuildResult, BuildStatus
 
 REPO = Path(__file__).resolve().parents[2]
@@ -112,3 +113,14 @@ class Probe:
         if self.process.poll() is None:
             self.process.kill()
         self.process.wait(timeout=30)
+
+
+def preprocessed(task_folder: Path, source: Path, out: Path) -> str:
+    """``source``'s own lines after the preprocessor of ``task_folder``'s build command (skips without its compiler)."""
+    build = tomllib.loads((task_folder / "task.toml").read_text())["build"]
+    command = build.format(source=shlex.quote(str(source)), output=out / "k.so", depfile=out / "k.d")
+    tool = shlex.split(command)[0]
+    if shutil.which(tool) is None:
+        pytest.skip(f"{tool} is not on PATH")
+    subprocess.run(shlex.split(preprocess_command(command, out / "k.ii")), check=True, cwd=out, capture_output=True)
+    return own_lines((out / "k.ii").read_text())

@@ -32,7 +32,8 @@ ENTRY = 'extern "C" int softmax_rows(const float* x, float* y, int rows, int col
 # references resolve to them when the library is loaded (no dlopen or dlsym in the source).
 # Candidate code that runs Python in the runner's interpreter (a runner is a Python process). The plain
 # route, weak references to the C-API, fails the audit (host_interpreter); the attacks on the timing use
-# this one, which the audit does not see, so that the bounds behind it stay tested.
+# PYTHON_IN_RUNNER's, which no text rule names (dl_iterate_phdr and ELF's names do, on a task that bans a library:
+# session 29), so that the bounds behind the audit stay tested.
 PYTHON_PLAIN = r"""
 extern "C" {
 __attribute__((weak)) int PyGILState_Ensure();
@@ -47,47 +48,61 @@ static void run_python(const char* code) {
 }
 """
 _RESOLVING = r"""
-#include <link.h>
+#include <sys/auxv.h>
 #include <cstddef>
+#include <cstdint>
 namespace {
-// The interpreter's functions, found by walking every loaded object's dynamic symbol table (no loader
-// call), their names stored XOR 0x2a: neither the source nor the binary spells one.
+// The interpreter's functions, found by walking every loaded object's dynamic symbol table by hand (no loader call,
+// none of the loader's or ELF's names: the structures are declared here and the tags are numbers), from the
+// program headers the kernel hands every process, through the loader's list of objects. Their names are stored
+// XOR 0x2a: neither the source nor the binary spells one.
 const unsigned char ENSURE[] = {@ENSURE@};
 const unsigned char RELEASE[] = {@RELEASE@};
 const unsigned char RUN[] = {@RUN@};
-struct Lookup { const unsigned char* name; size_t length; void* found; };
-int visit(struct dl_phdr_info* info, size_t, void* data) {
-    Lookup* want = static_cast<Lookup*>(data);
-    const ElfW(Dyn)* dyn = nullptr;
-    for (int i = 0; i < info->dlpi_phnum; ++i)
-        if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
-            dyn = reinterpret_cast<const ElfW(Dyn)*>(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
-    if (dyn == nullptr) return 0;
-    const ElfW(Sym)* symbols = nullptr;
+struct Header { uint32_t type, flags; uint64_t offset, address, physical, file_size, memory_size, align; };
+struct Entry { int64_t tag; uint64_t value; };
+struct Symbol { uint32_t name; unsigned char info, other; uint16_t section; uint64_t value, size; };
+struct Object { uint64_t bias; const char* path; const Entry* entries; const Object* next; const Object* prev; };
+struct Loader { int version; const Object* first; };
+enum : int64_t { kEnd = 0, kNames = 5, kSymbols = 6, kLoader = 21 };
+enum : uint32_t { kEntries = 2, kHeaders = 6 };
+void* search(uint64_t bias, const Entry* entry, const unsigned char* name, size_t length) {
+    const Symbol* symbols = nullptr;
     const char* names = nullptr;
-    for (; dyn->d_tag != DT_NULL; ++dyn) {
-        ElfW(Addr) at = dyn->d_un.d_ptr;
-        if (at < info->dlpi_addr) at += info->dlpi_addr;  // a table the loader left unrelocated (the vDSO)
-        if (dyn->d_tag == DT_SYMTAB) symbols = reinterpret_cast<const ElfW(Sym)*>(at);
-        if (dyn->d_tag == DT_STRTAB) names = reinterpret_cast<const char*>(at);
+    for (; entry->tag != kEnd; ++entry) {
+        uint64_t at = entry->value;
+        if (at < bias) at += bias;  // a table the loader left unrelocated (the vDSO)
+        if (entry->tag == kSymbols) symbols = reinterpret_cast<const Symbol*>(at);
+        if (entry->tag == kNames) names = reinterpret_cast<const char*>(at);
     }
-    if (symbols == nullptr || names == nullptr || reinterpret_cast<const char*>(symbols) >= names) return 0;
-    for (const ElfW(Sym)* s = symbols; reinterpret_cast<const char*>(s + 1) <= names; ++s) {
-        if (s->st_shndx == SHN_UNDEF || s->st_value == 0) continue;
-        const char* n = names + s->st_name;
+    if (symbols == nullptr || names == nullptr || reinterpret_cast<const char*>(symbols) >= names) return nullptr;
+    for (const Symbol* s = symbols; reinterpret_cast<const char*>(s + 1) <= names; ++s) {
+        if (s->section == 0 || s->value == 0) continue;
+        const char* n = names + s->name;
         size_t k = 0;
-        while (k < want->length && static_cast<unsigned char>(n[k]) == (want->name[k] ^ 0x2a)) ++k;
-        if (k == want->length && n[k] == '\0') {
-            want->found = reinterpret_cast<void*>(info->dlpi_addr + s->st_value);
-            return 1;
-        }
+        while (k < length && static_cast<unsigned char>(n[k]) == (name[k] ^ 0x2a)) ++k;
+        if (k == length && n[k] == '\0') return reinterpret_cast<void*>(bias + s->value);
     }
-    return 0;
+    return nullptr;
 }
 void* find(const unsigned char* name, size_t length) {
-    Lookup want{name, length, nullptr};
-    dl_iterate_phdr(visit, &want);
-    return want.found;
+    const Header* headers = reinterpret_cast<const Header*>(getauxval(AT_PHDR));
+    size_t count = getauxval(AT_PHNUM);
+    uint64_t bias = 0;
+    const Entry* entries = nullptr;
+    for (size_t i = 0; i < count; ++i)
+        if (headers[i].type == kHeaders) bias = reinterpret_cast<uint64_t>(headers) - headers[i].address;
+    for (size_t i = 0; i < count; ++i)
+        if (headers[i].type == kEntries) entries = reinterpret_cast<const Entry*>(bias + headers[i].address);
+    if (entries == nullptr) return nullptr;
+    if (void* found = search(bias, entries, name, length)) return found;
+    const Loader* loader = nullptr;
+    for (const Entry* e = entries; e->tag != kEnd; ++e)
+        if (e->tag == kLoader) loader = reinterpret_cast<const Loader*>(e->value);
+    for (const Object* o = loader ? loader->first : nullptr; o != nullptr; o = o->next)
+        if (o->entries != nullptr)
+            if (void* found = search(o->bias, o->entries, name, length)) return found;
+    return nullptr;
 }
 }  // namespace
 static void run_python(const char* code) {

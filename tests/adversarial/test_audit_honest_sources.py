@@ -8,18 +8,13 @@ the strings spelled in pieces); the full audit of their built artifacts runs on 
 
 from __future__ import annotations
 
-import shlex
-import shutil
-import subprocess
-import tomllib
 from pathlib import Path
 
 import pytest
 
 from quaere.evaluate.audit import ArtifactFacts, audit_facts, audit_warnings
-from quaere.evaluate.preprocess import own_lines, preprocess_command
 
-from .audit_support import ALL_BANNED
+from .audit_support import ALL_BANNED, preprocessed
 
 REPO = Path(__file__).resolve().parents[2]
 TASKS = REPO / "src" / "quaere" / "task" / "tasks"
@@ -29,19 +24,9 @@ HONEST = [("flash_attention_hopper", REPO / "kernels" / "flash_attention_hopper.
           ("cpu_softmax", TASKS / "cpu_softmax" / "kernel.cpp")]
 
 
-def _preprocessed(task: str, source: Path, out: Path) -> str:
-    build = tomllib.loads((TASKS / task / "task.toml").read_text())["build"]
-    command = build.format(source=shlex.quote(str(source)), output=out / "k.so", depfile=out / "k.d")
-    compiler = shlex.split(command)[0]
-    if shutil.which(compiler) is None:
-        pytest.skip(f"{compiler} is not on PATH")
-    subprocess.run(shlex.split(preprocess_command(command, out / "k.ii")), check=True, cwd=out, capture_output=True)
-    return own_lines((out / "k.ii").read_text())
-
-
 @pytest.mark.parametrize(("task", "source"), HONEST, ids=[f"{t}:{s.name}" for t, s in HONEST])
 def test_an_honest_kernel_passes_every_text_rule(task: str, source: Path, tmp_path: Path) -> None:
-    expanded = _preprocessed(task, source, tmp_path)
+    expanded = preprocessed(TASKS / task, source, tmp_path)
     assert expanded.count("\n") > 10  # the main file's own lines were found
     # Every rule, so a text rule added later is held to the honest kernels too; the binary's facts are left empty.
     facts = ArtifactFacts(artifact="", included_headers=(), source=str(source), source_text=source.read_text(),
