@@ -166,10 +166,11 @@ class CallTimes:
         leaves a claim 3 us short a call unseen, on top of whatever fixed cost the candidate's turn has below the
         trusted kernel's. Reported no lower than this floor (``judge_time``), a claim gains nothing below it
         however it was forged, on any share of the calls: the turns are the judge's, and forged claims move neither
-        their median nor the reference's. Replayed on the H200's call logs of session 28, the floor of an honest
-        kernel lies under its median claim (the shipped kernel 0.5-2.8 us under on the 26 attention
-        configurations; the initial kernel against itself up to 0.35 us over on 2 of them), so it binds on a
-        forger, and at most by that much on an honest kernel."""
+        their median nor the reference's. Replayed on the H200's call logs of session 28 (every call taken as
+        timed), the floor of the shipped kernel lies 0.5-2.8 us under its median claim on the 26 attention
+        configurations, and the initial kernel's against itself at most 0.53 us over (a 2.3 ms call); on the H200 in
+        session 30 it raised honest medians by up to 3.0 us, on calls of 1.3-9.4 ms (under 0.1%). It binds on a
+        forger, and on an honest kernel by what the judge's clock saw of its calls."""
         turns = self.slots_ms[-timed:] if timed > 0 else []
         offsets = [slot - claim for slot, claim in zip(reference.slots_ms, reference.claims_ms, strict=True)
                    if not math.isnan(slot)]
