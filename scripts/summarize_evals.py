@@ -12,7 +12,7 @@ import math
 import sys
 from pathlib import Path
 
-from quaere.evaluate.stats import geomean
+from quaere.evaluate.stats import geomean, median
 from quaere.records import Evaluation, TimingStatus
 
 
@@ -65,7 +65,20 @@ def summarize(path: Path) -> str:
             lines.append(
                 f"candidate / {impl}: geomean {geomean(finite):.3f}, min {min(finite):.3f} over {len(finite)} configs"
             )
+    lines.append(_floor_line(evaluation))
     return "\n".join(lines)
+
+
+def _floor_line(evaluation: Evaluation) -> str:
+    """How many candidate medians the turn floor raised above the median claim, and by how much at most."""
+    floored = [t for bench in evaluation.benchmarks if (t := bench.timing("candidate")) and t.samples_ms
+               and math.isfinite(t.turn_floor_ms)]
+    if not floored:
+        return "turn floor: not recorded"
+    raised_us = [1e3 * (t.median_ms - median(list(t.samples_ms))) for t in floored]
+    raised_us = [us for us in raised_us if us > 0]
+    most = f" (at most +{max(raised_us):.1f} us)" if raised_us else ""
+    return f"turn floor: raised {len(raised_us)} of {len(floored)} candidate medians{most}"
 
 
 def main(argv: list[str]) -> int:

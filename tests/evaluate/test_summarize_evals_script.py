@@ -1,0 +1,32 @@
+"""scripts/summarize_evals.py on records the H200 wrote: the geomeans, and how many candidate medians the turn floor
+raised (session 30's official eval: 3 of 26, the largest by 3.0 us; session 28's record predates the floor)."""
+
+from __future__ import annotations
+
+import gzip
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+RUNS = REPO / "docs" / "runs"
+
+
+def _summary(record_gz: Path, tmp_path: Path) -> str:
+    record = tmp_path / "eval.json"
+    record.write_bytes(gzip.decompress(record_gz.read_bytes()))
+    done = subprocess.run([sys.executable, str(REPO / "scripts" / "summarize_evals.py"), str(record)],
+                          capture_output=True, text=True, timeout=120, check=True)
+    return done.stdout
+
+
+def test_the_summary_counts_the_medians_the_turn_floor_raised(tmp_path: Path) -> None:
+    out = _summary(RUNS / "2026-12-05" / "s30" / "call1-eval.json.gz", tmp_path)
+    assert "candidate / fa3: geomean 1.039, min 0.995 over 26 configs" in out
+    assert "turn floor: raised 3 of 26 candidate medians (at most +3.0 us)" in out
+
+
+def test_a_record_without_the_floor_says_so(tmp_path: Path) -> None:
+    out = _summary(RUNS / "2026-12-04" / "s28" / "call2-eval.json.gz", tmp_path)
+    assert "candidate / fa3: geomean 1.038" in out
+    assert "turn floor: not recorded" in out
