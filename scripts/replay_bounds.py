@@ -1,6 +1,7 @@
 """Replay the judge's clock bound on call logs a device recorded (``EvalOptions.call_log``, e.g. the
 ``calls-*.jsonl.gz`` under ``docs/runs/``), with a task's timing rule: per configuration, the candidate's excess over
-the trusted kernel on each bound and the verdict. Checks a change of the bound, or a new task's slack, without a GPU.
+the trusted kernel on each bound, where the turn floor lies against the median claim, and the verdict. Checks a change
+of the bound, or a new task's slack, without a GPU.
 
     .venv/bin/python scripts/replay_bounds.py [--task flash_attention_hopper] LOG [LOG ...]
 """
@@ -13,6 +14,7 @@ from pathlib import Path
 
 from quaere.evaluate.call_log import CallLogError, read_call_log, replay
 from quaere.evaluate.clock_bound import excesses_ms
+from quaere.evaluate.stats import median
 from quaere.task.loader import load_task
 from quaere.task.spec import TaskError, TimingRule
 
@@ -39,7 +41,10 @@ def show(path: Path, rule: TimingRule) -> None:
     for scenario, doubt in verdicts.items():
         impl, ref = calls[(scenario, "candidate")], calls[(scenario, "initial")]
         cells = " ".join(f"{name}+ {ms * 1e3:7.1f}" for name, ms in excesses_ms(impl, ref).items())
-        print(f"  {scenario:30s} {cells} us  {doubt.status.value if doubt else 'believed'}")
+        # The turn floor less the median claim, every logged call taken as timed (a log does not mark the warm-up).
+        floor = impl.turn_floor_ms(ref, len(impl.claims_ms)) - median(impl.claims_ms)
+        verdict = doubt.status.value if doubt else "believed"
+        print(f"  {scenario:30s} {cells} floor-claim {floor * 1e3:+6.2f} us  {verdict}")
 
 if __name__ == "__main__":
     main()

@@ -132,6 +132,17 @@ def test_the_replay_script_prints_each_configurations_excess_and_verdict() -> No
     assert run.stdout.count("hidden_work") == 6 and "close+" in run.stdout
 
 
+def test_the_replay_script_prints_where_the_turn_floor_lies() -> None:
+    """Session 28's shipped kernel: its floor under its median claim on all 26 configurations (the floor never raised
+    it); session 26's log has no turns, so no floor."""
+    script = Path(__file__).resolve().parents[2] / "scripts" / "replay_bounds.py"
+    run = subprocess.run([sys.executable, str(script), str(RUNS / "s28/call1-ship-calls.jsonl.gz"),
+                          str(RUNS / "s26/calls-forge_small.jsonl.gz")], capture_output=True, text=True, check=True)
+    floors = [line.split("floor-claim")[1].split()[0] for line in run.stdout.splitlines() if "floor-claim" in line]
+    assert len(floors) == 32
+    assert all(float(value) < 0 for value in floors[:26]) and floors[26:] == ["+nan"] * 6
+
+
 def test_the_replay_script_names_a_bad_log_line_without_a_traceback(tmp_path: Path) -> None:
     script = Path(__file__).resolve().parents[2] / "scripts" / "replay_bounds.py"
     bad = tmp_path / "calls.jsonl"
