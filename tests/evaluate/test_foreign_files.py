@@ -67,6 +67,21 @@ def test_other_pythons_packages_go_and_the_ones_on_the_way_to_quaere_stay(tmp_pa
         str(tmp_path / "conda/python3.12/site-packages")]
 
 
+def test_a_venvs_base_interpreter_packages_go_though_its_standard_library_is_on_the_import_path(tmp_path: Path) -> None:
+    """A venv's runner may read its base interpreter's folders (``sys.base_prefix``, a read root), where the base's
+    ``site-packages`` lies inside the standard library's folder and off the venv's import path."""
+    base = tmp_path / "pyenv" / "3.12.4"
+    stdlib, site = base / "lib" / "python3.12", base / "lib" / "python3.12" / "site-packages"
+    (site / "torch" / "lib").mkdir(parents=True)
+    venv_site = tmp_path / "venv" / "lib" / "python3.12" / "site-packages"
+    (venv_site / "quaere").mkdir(parents=True)
+    hidden = runner_hidden(("cudnn",), {}, [str(stdlib), str(venv_site)], [str(tmp_path / "venv"), str(base)])
+    assert str(site) in hidden
+    assert str(venv_site) not in hidden  # on the import path: foreign_packages carves it package by package
+    roots = isolation.read_roots([], {}, "/nonexistent", folders=[str(base)], hidden=hidden)
+    assert str(stdlib) not in roots and not any(root.startswith(str(site)) for root in roots)
+
+
 def test_runner_hidden_takes_the_library_path_and_cuda_home(tmp_path: Path) -> None:
     lib, toolkit = _libraries(tmp_path)
     env = {"LD_LIBRARY_PATH": f"{lib}::/nonexistent", "CUDA_HOME": str(toolkit)}

@@ -83,11 +83,12 @@ def _expand(patterns: Iterable[str]) -> list[str]:
 
 
 def other_python_packages(folders: Iterable[str], keep: Iterable[str]) -> list[str]:
-    """The real paths of ``folders`` (package folders, patterns allowed) that hold nothing in ``keep`` (quaere's
-    package, the import path's entries: :func:`foreign_packages` carves those one package at a time)."""
+    """The real paths of ``folders`` (package folders, patterns allowed) that are not in ``keep`` and hold nothing in
+    it (quaere's package, the import path's entries: :func:`foreign_packages` carves those one package at a time).
+    A folder beneath a kept one still goes: the standard library's folder is an import-path entry, and a venv's base
+    interpreter keeps its ``site-packages`` inside it."""
     kept = [os.path.realpath(path) for path in keep]
-    return [folder for folder in _expand(folders)
-            if not any(k == folder or k.startswith(folder + "/") or folder.startswith(k + "/") for k in kept)]
+    return [folder for folder in _expand(folders) if not any(k == folder or k.startswith(folder + "/") for k in kept)]
 
 
 def loader_folders(ldconfig_listing: str) -> list[str]:
@@ -136,12 +137,21 @@ def banned_library_files(names: Callable[[str], bool], folders: Iterable[str], t
     return list(found)
 
 
-def runner_hidden(banned: tuple[str, ...], env: Mapping[str, str], import_path: Iterable[str]) -> tuple[str, ...]:
+def prefix_packages(prefixes: Iterable[str]) -> list[str]:
+    """The package folders (patterns) of Python installs rooted at ``prefixes``: a venv's base interpreter is one of
+    the runner's read roots (``sys.base_prefix``), and its ``site-packages`` is not on the venv's import path."""
+    return [os.path.join(prefix, lib, "python3*", packages) for prefix in dict.fromkeys(prefixes) if prefix
+            for lib in ("lib", "lib64", "local/lib") for packages in ("site-packages", "dist-packages")]
+
+
+def runner_hidden(banned: tuple[str, ...], env: Mapping[str, str], import_path: Iterable[str],
+                  prefixes: Iterable[str] = ()) -> tuple[str, ...]:
     """What every runner of one evaluation has carved out besides the import path's packages: other Pythons'
-    package folders, and the library files of the task's ``banned`` families wherever libraries are kept (the
-    loader's folders, ``LD_LIBRARY_PATH``, the CUDA toolkits and ``CUDA_HOME``)."""
+    package folders (the system's, conda's, and those of the Python installs at ``prefixes``: the interpreter's
+    ``sys.prefix``, ``sys.base_prefix``...), and the library files of the task's ``banned`` families wherever
+    libraries are kept (the loader's folders, ``LD_LIBRARY_PATH``, the CUDA toolkits and ``CUDA_HOME``)."""
     own = str(Path(quaere.__file__).resolve().parent)
-    packages = other_python_packages(PACKAGE_FOLDERS, [own, *import_path])
+    packages = other_python_packages([*PACKAGE_FOLDERS, *prefix_packages(prefixes)], [own, *import_path])
     shunned = [family for family in families(banned) if family.library is not None]
     library_paths = [path for path in env.get("LD_LIBRARY_PATH", "").split(":") if path]
     folders = [*LIBRARY_FOLDERS, *loader_folders(_ldconfig_listing()), *library_paths]

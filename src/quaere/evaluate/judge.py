@@ -49,7 +49,8 @@ def _init(request: InitRequest) -> tuple[JudgeState, InitReply]:
         device=task.spec.device, entry=task.spec.entry_point, kernels=dict(request.kernels),
         log_dir=Path(runner.log_dir), base_env=dict(runner.base_env), guard_env=dict(runner.guard_env),
         start_timeout_s=runner.start_timeout_s, sandbox=runner.sandbox, threads=runner.threads,
-        unreadable=runner.unreadable, hidden=runner_hidden(request.banned, runner.base_env, sys.path),
+        unreadable=runner.unreadable, hidden=runner_hidden(request.banned, runner.base_env, sys.path,
+                                                        (sys.prefix, sys.base_prefix, sys.exec_prefix)),
     )
     state = JudgeState(task=task, ops=ops_for(task.spec.device), pool=BufferPool(allocator_for(task.spec.device)),
                        runners=Runners(settings), banned=request.banned)
