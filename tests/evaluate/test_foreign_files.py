@@ -88,7 +88,12 @@ def test_runner_hidden_takes_the_library_path_and_cuda_home(tmp_path: Path) -> N
     hidden = runner_hidden(("cutlass", "cublas", "cudnn"), env, [])
     deep = toolkit / "targets" / "x86_64-linux" / "lib"
     assert {str(lib / "libcudnn.so.9.1.0"), str(deep / "libcublas.so.13.0.0")} <= set(hidden)
-    assert not any(path.startswith(str(tmp_path)) for path in runner_hidden(("cutlass",), env, []))
+    # A task that bans a library also loses the run-time compilers; one that bans nothing keeps every library.
+    (deep / "libnvrtc.so.13").write_bytes(b"x")
+    (lib / "libnvJitLink.so.13").write_bytes(b"x")
+    only_cutlass = [path for path in runner_hidden(("cutlass",), env, []) if path.startswith(str(tmp_path))]
+    assert sorted(only_cutlass) == sorted([str(deep / "libnvrtc.so.13"), str(lib / "libnvJitLink.so.13")])
+    assert not any(path.startswith(str(tmp_path)) for path in runner_hidden((), env, []))
 
 
 @pytest.mark.skipif(not landlock_abi(), reason="Landlock unavailable on this kernel")

@@ -10,7 +10,7 @@ use to it and are carved out (:func:`quaere.evaluate.isolation.carve_all`):
 * every other Python's package folders (:func:`other_python_packages`): a system ``dist-packages`` or a conda
   environment under ``/opt`` holds the same wheels;
 * every library file of a banned family where libraries are kept (:func:`banned_library_files`): the CUDA toolkits'
-  cuBLAS, a system-wide cuDNN.
+  cuBLAS, a system-wide cuDNN; and the toolkit's run-time compilers, whose device code is not the source's.
 
 The judge computes the last two once per evaluation (:func:`runner_hidden`), not per runner.
 """
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import glob
 import os
+import re
 import subprocess
 import sysconfig
 from collections.abc import Callable, Iterable, Mapping
@@ -37,6 +38,9 @@ PACKAGE_FOLDERS = ("/usr/lib/python3*/*-packages", "/usr/local/lib/python3*/*-pa
                    "/usr/lib64/python3*/site-packages", "/opt/*/lib/python3*/site-packages",
                    "/opt/*/envs/*/lib/python3*/site-packages", "/opt/*/pkgs")
 """Other Pythons' package folders under the system read roots (patterns)."""
+RUNTIME_COMPILERS = re.compile(r"^lib(?:nvrtc|nvjitlink|nvptxcompiler)", re.IGNORECASE)
+"""The toolkit's run-time compilers and linker: device code they build is not the source's, which is why the audit
+fails a source that names them (``source_device_code_loading``) wherever a task bans a library."""
 
 
 def foreign_packages(import_path: Iterable[str], keep: Iterable[Path]) -> list[str]:
@@ -148,14 +152,19 @@ def runner_hidden(banned: tuple[str, ...], env: Mapping[str, str], import_path: 
                   prefixes: Iterable[str] = ()) -> tuple[str, ...]:
     """What every runner of one evaluation has carved out besides the import path's packages: other Pythons'
     package folders (the system's, conda's, and those of the Python installs at ``prefixes``: the interpreter's
-    ``sys.prefix``, ``sys.base_prefix``...), and the library files of the task's ``banned`` families wherever
-    libraries are kept (the loader's folders, ``LD_LIBRARY_PATH``, the CUDA toolkits and ``CUDA_HOME``)."""
+    ``sys.prefix``, ``sys.base_prefix``...), and where a task bans a library, the library files of its ``banned``
+    families and of the run-time compilers (:data:`RUNTIME_COMPILERS`) wherever libraries are kept (the loader's
+    folders, ``LD_LIBRARY_PATH``, the CUDA toolkits and ``CUDA_HOME``)."""
     own = str(Path(quaere.__file__).resolve().parent)
     packages = other_python_packages([*PACKAGE_FOLDERS, *prefix_packages(prefixes)], [own, *import_path])
-    shunned = [family for family in families(banned) if family.library is not None]
+    shunned = families(banned)
+    if not shunned:
+        return tuple(packages)
     library_paths = [path for path in env.get("LD_LIBRARY_PATH", "").split(":") if path]
     folders = [*LIBRARY_FOLDERS, *loader_folders(_ldconfig_listing()), *library_paths]
     trees = [*TOOLKIT_TREES, *([env["CUDA_HOME"]] if env.get("CUDA_HOME") else [])]
-    files = banned_library_files(lambda name: any(f.names_library(name) for f in shunned), folders, trees) \
-        if shunned else []
-    return tuple(dict.fromkeys([*packages, *files]))
+
+    def names(name: str) -> bool:
+        return bool(RUNTIME_COMPILERS.match(name)) or any(family.names_library(name) for family in shunned)
+
+    return tuple(dict.fromkeys([*packages, *banned_library_files(names, folders, trees)]))
