@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from quaere.evaluate import stats
-from quaere.evaluate.clock_bound import CallTimes, doubt
+from quaere.evaluate.clock_bound import CallTimes, Doubt, doubt
 from quaere.evaluate.correctness import Rule, judge_error
 from quaere.evaluate.cpu_accounting import machine_ticks, steal_share
 from quaere.evaluate.judge_reps import ComparisonImpl, Context, NativeImpl
@@ -126,6 +126,18 @@ def with_calls(timing: Timing, calls: CallTimes, untrusted: bool, stolen_share: 
         **({"steal_share": stolen_share} if cpu_accountable else {})})
 
 
+def unreferenced(reference: NativeImpl | None, settled: dict[str, Timing]) -> Doubt | None:
+    """Why an untrusted implementation's claims cannot be checked when the trusted initial kernel has no timed call
+    beside them (it failed, or its runner could not start): ``unverified``; None when it has. Every bound but the
+    drain's is read against that kernel, so without it a forged claim would be ``measured`` on its word alone; a
+    candidate that starved the initial kernel's runner (of memory, say) would make it so."""
+    if reference is not None and reference.calls.claims_ms:
+        return None
+    why = settled["initial"].detail if "initial" in settled else "no timed call"
+    return Doubt(TimingStatus.UNVERIFIED, f"the trusted initial kernel was not timed beside it ({why}): nothing bounds "
+                 "its claims")
+
+
 def floored(timing: Timing, calls: CallTimes, reference: CallTimes | None, flops: float) -> Timing:
     """``timing`` (an untrusted implementation's) with its turn floor (:meth:`CallTimes.turn_floor_ms`) and its
     median raised to that floor where its claims fall under it; unchanged without samples, turns or a reference."""
@@ -156,14 +168,15 @@ def time_scenario(state: JudgeState, scenario: Scenario, seed: int, rule: Rule, 
         impls = _prepare(ctx, comparisons, natives, settled)
         run_started, run_steal = [machine_ticks()], [0.0]
 
-        def judge(runs: list[Run]) -> dict[str, str]:
+        def judge(runs: list[Run]) -> dict[str, Doubt]:
             flags = {}
             run_steal[0] = share = steal_share(run_started[0], machine_ticks())
             for run in runs:
                 native = natives.get(run.name)
                 if native is not None and not run.failure:
                     reference = natives.get("initial") if run.name in UNTRUSTED else None
-                    found = doubt(native.calls, reference.calls if reference else None, timing, share)
+                    found = (unreferenced(reference, settled) if run.name in UNTRUSTED else None) or doubt(
+                        native.calls, reference.calls if reference else None, timing, share)
                     if found is not None:
                         flags[run.name] = found
             return flags
