@@ -20,8 +20,8 @@ def test_claims_without_the_trusted_kernel_beside_them_are_unverified(cpu_task, 
     shutil.copytree(cpu_task.folder, folder)
     kernel = folder / "kernel.cpp"
     # The task's own initial kernel, refusing the benchmark sizes (over a million elements) and no correctness size.
-    kernel.write_text(kernel.read_text().replace(
-        "    if (x == nullptr", "    if (static_cast<long>(rows) * cols >= 1000000) return 9;\n    if (x == nullptr", 1))
+    refusal = "    if (static_cast<long>(rows) * cols >= 1000000) return 9;\n"
+    kernel.write_text(kernel.read_text().replace("    if (x == nullptr", refusal + "    if (x == nullptr", 1))
     options = EvalOptions(seed=7, scenarios_file=two_scenarios, benchmark_ids=frozenset({BENCH}), cache_dir=cache_dir)
     evaluation = run_evaluation(load_task(str(folder)), cpu_task.initial_kernel, options)
     assert evaluation.correct
