@@ -76,6 +76,11 @@ def _is_elf(path: Path) -> bool:
         return False
 
 
+def within(path: str, folder: str) -> bool:
+    """Whether ``path`` is ``folder`` or beneath it (both real paths, as strings)."""
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
 def _expand(patterns: Iterable[str]) -> list[str]:
     found: dict[str, None] = {}
     for pattern in patterns:
@@ -92,7 +97,7 @@ def other_python_packages(folders: Iterable[str], keep: Iterable[str]) -> list[s
     A folder beneath a kept one still goes: the standard library's folder is an import-path entry, and a venv's base
     interpreter keeps its ``site-packages`` inside it."""
     kept = [os.path.realpath(path) for path in keep]
-    return [folder for folder in _expand(folders) if not any(k == folder or k.startswith(folder + "/") for k in kept)]
+    return [folder for folder in _expand(folders) if not any(within(k, folder) for k in kept)]
 
 
 def loader_folders(ldconfig_listing: str) -> list[str]:

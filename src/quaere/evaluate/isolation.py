@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import quaere
-from quaere.evaluate.foreign_files import foreign_packages
+from quaere.evaluate.foreign_files import foreign_packages, within
 
 SYSTEM_READ_ROOTS = ("/usr", "/lib", "/lib32", "/lib64", "/bin", "/sbin", "/etc", "/opt", "/proc", "/sys", "/dev",
                      "/run", "/var/lib", "/snap")
@@ -80,10 +80,6 @@ def carve(root: Path, secret: Path) -> list[str]:
     return carve_all(root, [secret], files=False)
 
 
-def _within(path: str, folder: str) -> bool:
-    return path == folder or path.startswith(folder.rstrip("/") + "/")
-
-
 def carve_all(root: str | Path, secrets: Iterable[str | Path], files: bool = True) -> list[str]:
     """:func:`carve` of every one of ``secrets`` (real paths) at once (one listing per folder on the way), plain
     files on the way granted each by a rule of its own when ``files`` (the standard library's modules lie on the way
@@ -92,9 +88,9 @@ def carve_all(root: str | Path, secrets: Iterable[str | Path], files: bool = Tru
 
 
 def _carve(top: str, secrets: list[str], files: bool) -> list[str]:
-    if any(_within(top, secret) for secret in secrets):
+    if any(within(top, secret) for secret in secrets):
         return []
-    beneath = [secret for secret in secrets if _within(secret, top)]
+    beneath = [secret for secret in secrets if within(secret, top)]
     if not beneath:
         return [top]
     try:
@@ -104,9 +100,9 @@ def _carve(top: str, secrets: list[str], files: bool) -> list[str]:
     kept: list[str] = []
     for name in names:
         real = os.path.realpath(name)
-        if any(_within(secret, name) for secret in beneath):
+        if any(within(secret, name) for secret in beneath):
             kept += _carve(name, beneath, files)
-        elif any(_within(real, secret) or _within(secret, real) for secret in beneath):
+        elif any(within(real, secret) or within(secret, real) for secret in beneath):
             continue  # the secret itself, or a link into it or above it
         elif os.path.isdir(name) or files and os.path.isfile(real):
             kept.append(name)
