@@ -12,6 +12,8 @@ import math
 import sys
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from quaere.evaluate.stats import geomean, median
 from quaere.records import Evaluation, TimingStatus
 
@@ -21,7 +23,13 @@ def _load(path: Path) -> Evaluation | str:
         data = json.loads(path.read_text())
     except (OSError, json.JSONDecodeError) as exc:
         return f"{path}: no record ({exc})"
-    return Evaluation.model_validate(data)
+    try:
+        return Evaluation.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "(top level)"
+        return (f"{path}: not a quaere eval record: field '{where}': {first['msg']} "
+                "(expected `quaere eval --json` output)")
 
 
 def _impls(evaluation: Evaluation) -> list[str]:

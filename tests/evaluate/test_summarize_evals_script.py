@@ -30,3 +30,12 @@ def test_a_record_without_the_floor_says_so(tmp_path: Path) -> None:
     out = _summary(RUNS / "2026-12-04" / "s28" / "call2-eval.json.gz", tmp_path)
     assert "candidate / fa3: geomean 1.038" in out
     assert "turn floor: not recorded" in out
+
+
+def test_a_file_that_is_not_an_eval_record_is_named_with_its_field(tmp_path: Path) -> None:
+    record = tmp_path / "other.json"
+    record.write_text('{"x": 1}')
+    done = subprocess.run([sys.executable, str(REPO / "scripts" / "summarize_evals.py"), str(record)],
+                          capture_output=True, text=True, timeout=120)
+    assert "Traceback" not in done.stderr
+    assert f"{record}: not a quaere eval record: field '" in done.stdout
