@@ -116,6 +116,18 @@
 #ifndef FAH_BN128NC  // KV tile width for head dim 128 without a causal mask (FA3 uses 176)
 #define FAH_BN128NC 128
 #endif
+#ifndef FAH_NC3_SQ  // non-causal D=128 with at least this many queries: 3 consumer warpgroups (192-row tiles; 0: never)
+#define FAH_NC3_SQ 1280  // (H100, stage 31: +3 to +4% from 2k queries, -3.5% at 1k where 192-row tiles waste 11%)
+#endif
+#ifndef FAH_C3_SK  // causal D=128 with at least this many keys: 3 consumer warpgroups (0: never)
+#define FAH_C3_SK 6144  // (H100, stage 31: +2 to +4% from 8k keys; -2% at 4k, where the coarser triangle's tail costs)
+#endif
+#ifndef FAH_BN128_3  // KV tile width of the 3-warpgroup D=128 kernels (160 registers a consumer thread)
+#define FAH_BN128_3 64
+#endif
+#ifndef FAH_ST128_3  // its K/V stages (stage 31: 2 -3%, 3 0%, 4 +0.6% over all D=128 rows against 2 warpgroups)
+#define FAH_ST128_3 4
+#endif
 #ifndef FAH_TMA_ST  // 1: the staged O leaves through TMA stores (one thread, asynchronous), D >= 128
 #define FAH_TMA_ST 1
 #endif
@@ -1691,11 +1703,21 @@ static int tiled_forward(const void* q, const void* k, const void* v, void* o, f
       if (!causal)
         return launch<128, FAH_MC_BN128, FAH_MC_ST128, 2, FAH_PP128, 0, 1>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s, dev);
 #endif
+#if FAH_NC3_SQ > 0
+      if (!causal && seqlen_q >= FAH_NC3_SQ)
+        return launch<128, FAH_BN128_3, FAH_ST128_3, 3, false, 0>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s, dev);
+#endif
       if (!causal)
         return launch<128, FAH_BN128NC, FAH_ST128, 2, FAH_PP128, 0>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s, dev);
 #if FAH_PP128C_SK > 0
       if (seqlen_k <= FAH_PP128C_SK)
         return launch<128, FAH_BN128, FAH_ST128, 2, true, 1>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s, dev);
+#endif
+#if FAH_C3_SK > 0
+      if (seqlen_k >= FAH_C3_SK && heads_q != heads_kv)
+        return launch<128, FAH_BN128_3, FAH_ST128_3, 3, false, 3>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s, dev);
+      if (seqlen_k >= FAH_C3_SK)
+        return launch<128, FAH_BN128_3, FAH_ST128_3, 3, false, 1>(q, k, v, o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, softmax_scale, causal, s, dev);
 #endif
 #if FAH_LZ_GQA
 #if FAH_MC & 8

@@ -1,5 +1,5 @@
 // Small driver for compute-sanitizer (racecheck, synccheck, memcheck) on the attention kernel: a
-// few small shapes per head dim that take every code path (D=64 with 3 and 2 consumer warpgroups,
+// few small shapes per head dim that take every code path (D=64 and D=128 with 3 and 2 consumer warpgroups,
 // causal and not, key-less query tiles with causal Sq > Sk, a sequence tail, an odd count of query blocks,
 // causal grouped heads), each launched twice.
 // Build beside the kernel:  nvcc -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a -lineinfo \
@@ -66,6 +66,8 @@ int main(int argc, char** argv) {
     if (d == 64) bad |= run(1, 2200, 2264, 1, 1, d, 1);  // causal past 2048 rows: the 3-warpgroup kernel
     bad |= run(1, 330, 200, 2, 1, d, 0);   // non-causal, an odd count of query blocks (multicast pairs, FAH_MC)
     if (d == 128) bad |= run(1, 300, 1600, 4, 2, d, 1);  // causal GQA 2:1 past the ping-pong kernel's keys
+    if (d == 128) bad |= run(1, 1400, 300, 2, 1, d, 0);  // non-causal from 1280 queries: 3 warpgroups, a partial tile
+    if (d == 128) bad |= run(1, 200, 6200, 2, 2, d, 1);  // causal from 6144 keys: 3 warpgroups, 64-wide K/V tiles
   }
   std::printf("rc_driver: %s\n", bad ? "FAILED" : "ok");
   return bad;
