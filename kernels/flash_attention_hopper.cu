@@ -819,8 +819,12 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
   constexpr int defer = 0;
 #endif
 #if FAH_SHIFT
-  const int shift = p.shift;
+  // Not where O leaves from the V ring (D = 256): its hand-off to the producer has no path for rows before 0; not in
+  // the kernels only non-causal launches run (CM = 0), whose shift is 0.
+  constexpr bool kShift = !L::O_IN_V && CM != 0;
+  const int shift = kShift ? p.shift : 0;
 #else
+  constexpr bool kShift = false;
   constexpr int shift = 0;
 #endif
   auto tile_info = [&](int t, int& b, int& h, int& m0, int& n_max) {
@@ -1324,11 +1328,23 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
         }
         fence_proxy_async();      // these generic writes, before the copy engine reads them
         named_sync(3 + cw, 128);  // sO holds the warpgroup's 64 rows
-        if (t128 == 0) {
+        const int r0 = m0 + cw * 64;  // before row 0 only in a shifted first tile (FAH_SHIFT)
+        if (t128 == 0 && (!kShift || r0 >= 0)) {
 #pragma unroll
-          for (int c = 0; c < DC; ++c) tma_store_4d(&tmO, sO + c * 8192, c * 64, h, m0 + cw * 64, b);
+          for (int c = 0; c < DC; ++c) tma_store_4d(&tmO, sO + c * 8192, c * 64, h, r0, b);
           bulk_commit();
           store_pending = true;
+        }
+        if (kShift && r0 < 0) {
+          // A TMA store whose box starts before row 0 stops the kernel (an illegal instruction, seen on the H200):
+          // the warpgroup writes its rows from 0 itself, 16 bytes a thread, out of the same box layout.
+#pragma unroll
+          for (int j = 0; j < 64 * (D / 8) / 128; ++j) {
+            const int idx = j * 128 + tt, rl = idx / (D / 8), c = idx % (D / 8);
+            if ((unsigned)(r0 + rl) < (unsigned)p.seqlen_q)
+              st_global_v4(p.o + ((int64_t)b * p.seqlen_q + r0 + rl) * row_stride + (int64_t)h * D + c * 8,
+                           ld_shared_v4(sO + (c >> 3) * 8192 + rl * 128 + (((c & 7) ^ (rl & 7)) << 4)));
+          }
         }
       }
 #pragma unroll
