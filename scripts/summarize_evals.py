@@ -1,12 +1,15 @@
 """Summarize `quaere eval --json` records: verdict counts, wall time, and per-config TFLOP/s beside
 every comparison measured in the same run, with ratios and geomeans. Used by scripts/gpu_validate.sh.
 
-    python3 scripts/summarize_evals.py eval-a.json [eval-b.json ...]
+    python3 scripts/summarize_evals.py eval-a.json [eval-b.json.gz ...]
+
+A gzip-compressed record (as docs/runs keeps them) is read as is.
 """
 
 from __future__ import annotations
 
 import collections
+import gzip
 import json
 import math
 import sys
@@ -20,8 +23,9 @@ from quaere.records import Evaluation, TimingStatus
 
 def _load(path: Path) -> Evaluation | str:
     try:
-        data = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
+        raw = path.read_bytes()
+        data = json.loads(gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw)
+    except (OSError, EOFError, json.JSONDecodeError, UnicodeDecodeError) as exc:
         return f"{path}: no record ({exc})"
     try:
         return Evaluation.model_validate(data)

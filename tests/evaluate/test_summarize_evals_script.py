@@ -39,3 +39,20 @@ def test_a_file_that_is_not_an_eval_record_is_named_with_its_field(tmp_path: Pat
                           capture_output=True, text=True, timeout=120)
     assert "Traceback" not in done.stderr
     assert f"{record}: not a quaere eval record: field '" in done.stdout
+
+
+def test_a_gzipped_record_is_read_as_docs_runs_keeps_it() -> None:
+    record = RUNS / "2026-12-05" / "s31" / "call2-eval.json.gz"
+    done = subprocess.run([sys.executable, str(REPO / "scripts" / "summarize_evals.py"), str(record)],
+                          capture_output=True, text=True, timeout=120, check=True)
+    assert "on NVIDIA H100 80GB HBM3" in done.stdout
+    assert "candidate / fa3: geomean 1.049, min 0.974 over 26 configs" in done.stdout
+
+
+def test_a_binary_file_that_is_not_json_is_named_not_a_traceback(tmp_path: Path) -> None:
+    record = tmp_path / "blob.bin"
+    record.write_bytes(b"\xff\xfe\x00\x8b not json")
+    done = subprocess.run([sys.executable, str(REPO / "scripts" / "summarize_evals.py"), str(record)],
+                          capture_output=True, text=True, timeout=120)
+    assert "Traceback" not in done.stderr
+    assert done.stdout.startswith(f"{record}: no record (")
