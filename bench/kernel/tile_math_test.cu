@@ -104,8 +104,9 @@ void check_shape(const Shape& s, int d, std::mt19937& rng) {
   const int num_tiles = num_m_blocks * num_bh;
   const int n_total = (s.sk + tl.bn - 1) / tl.bn;
   const int off = s.sk - s.sq;
-  const int shift = fah::tile_shift(s.causal, 0, num_m_blocks, tl.bm, s.sq);  // FAH_SHIFT: rows before 0
-  EXPECT(shift >= 0 && shift < tl.bm && (!s.causal || !FAH_SHIFT || shift == num_m_blocks * tl.bm - s.sq),
+  const int shift = fah::tile_shift(s.causal, 0, num_m_blocks, tl.bm, tl.bn, s.sq);  // FAH_SHIFT: rows before 0
+  const int spare = num_m_blocks * tl.bm - s.sq;  // rows the tiles hold past the query count
+  EXPECT(shift >= 0 && shift <= spare && shift % tl.bn == 0 && (!s.causal || !FAH_SHIFT || spare - shift < tl.bn),
          "%s shift %d", tag, shift);
   const int hpg = fah::heads_per_group(num_bh, 4.0 * s.sk * d / (s.hq / s.hkv), s.causal, num_m_blocks, 132);
   EXPECT(hpg >= 1 && hpg <= num_bh, "%s heads_per_group %d", tag, hpg);
@@ -189,7 +190,7 @@ void check_pairs(const Shape& s, int d, int mc) {
   const int unit_m = mc == 1 ? (m_blocks + 1) / 2 : m_blocks;
   const int heads_s = mc == 2 ? s.hq / 2 : s.hq, num_bh = s.batch * heads_s;
   const int n_total = (s.sk + tl.bn - 1) / tl.bn, off = s.sk - s.sq, group = s.hq / s.hkv;
-  const int sh = fah::tile_shift(s.causal, mc, m_blocks, tl.bm, s.sq);
+  const int sh = fah::tile_shift(s.causal, mc, m_blocks, tl.bm, tl.bn, s.sq);
   for (int hpg : {1, 3, num_bh}) {
     std::vector<int> seen((size_t)s.batch * s.hq * m_blocks, 0);
     for (int u = 0; u < unit_m * num_bh; ++u) {
