@@ -13,6 +13,7 @@ import gzip
 import json
 import math
 import sys
+import zlib
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -25,7 +26,7 @@ def _load(path: Path) -> Evaluation | str:
     try:
         raw = path.read_bytes()
         data = json.loads(gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw)
-    except (OSError, EOFError, json.JSONDecodeError, UnicodeDecodeError) as exc:
+    except (OSError, EOFError, zlib.error, json.JSONDecodeError, UnicodeDecodeError) as exc:
         return f"{path}: no record ({exc})"
     try:
         return Evaluation.model_validate(data)

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
 RUNS = REPO / "docs" / "runs"
 
@@ -49,9 +51,12 @@ def test_a_gzipped_record_is_read_as_docs_runs_keeps_it() -> None:
     assert "candidate / fa3: geomean 1.049, min 0.974 over 26 configs" in done.stdout
 
 
-def test_a_binary_file_that_is_not_json_is_named_not_a_traceback(tmp_path: Path) -> None:
+@pytest.mark.parametrize("blob", [b"\xff\xfe\x00\x8b not json",  # not UTF-8
+                                  b"\x1f\x8b\x08\x00" + bytes(6) + b"garbage!!",  # a gzip header, a broken stream
+                                  gzip.compress(b'{"task": 1}')[:-9]])  # a gzip stream cut short
+def test_a_file_that_is_not_a_readable_record_is_named_not_a_traceback(tmp_path: Path, blob: bytes) -> None:
     record = tmp_path / "blob.bin"
-    record.write_bytes(b"\xff\xfe\x00\x8b not json")
+    record.write_bytes(blob)
     done = subprocess.run([sys.executable, str(REPO / "scripts" / "summarize_evals.py"), str(record)],
                           capture_output=True, text=True, timeout=120)
     assert "Traceback" not in done.stderr
