@@ -14,22 +14,20 @@ REPO = Path(__file__).resolve().parents[2]
 RUNS = REPO / "docs" / "runs"
 
 
-def _summary(record_gz: Path, tmp_path: Path) -> str:
-    record = tmp_path / "eval.json"
-    record.write_bytes(gzip.decompress(record_gz.read_bytes()))
+def _summary(record: Path) -> str:
     done = subprocess.run([sys.executable, str(REPO / "scripts" / "summarize_evals.py"), str(record)],
                           capture_output=True, text=True, timeout=120, check=True)
     return done.stdout
 
 
-def test_the_summary_counts_the_medians_the_turn_floor_raised(tmp_path: Path) -> None:
-    out = _summary(RUNS / "2026-12-05" / "s30" / "call1-eval.json.gz", tmp_path)
+def test_the_summary_counts_the_medians_the_turn_floor_raised() -> None:
+    out = _summary(RUNS / "2026-12-05" / "s30" / "call1-eval.json.gz")
     assert "candidate / fa3: geomean 1.039, min 0.995 over 26 configs" in out
     assert "turn floor: raised 3 of 26 candidate medians (at most +3.0 us)" in out
 
 
-def test_a_record_without_the_floor_says_so(tmp_path: Path) -> None:
-    out = _summary(RUNS / "2026-12-04" / "s28" / "call2-eval.json.gz", tmp_path)
+def test_a_record_without_the_floor_says_so() -> None:
+    out = _summary(RUNS / "2026-12-04" / "s28" / "call2-eval.json.gz")
     assert "candidate / fa3: geomean 1.038" in out
     assert "turn floor: not recorded" in out
 
@@ -44,11 +42,9 @@ def test_a_file_that_is_not_an_eval_record_is_named_with_its_field(tmp_path: Pat
 
 
 def test_a_gzipped_record_is_read_as_docs_runs_keeps_it() -> None:
-    record = RUNS / "2026-12-05" / "s31" / "call2-eval.json.gz"
-    done = subprocess.run([sys.executable, str(REPO / "scripts" / "summarize_evals.py"), str(record)],
-                          capture_output=True, text=True, timeout=120, check=True)
-    assert "on NVIDIA H100 80GB HBM3" in done.stdout
-    assert "candidate / fa3: geomean 1.049, min 0.974 over 26 configs" in done.stdout
+    out = _summary(RUNS / "2026-12-05" / "s31" / "call2-eval.json.gz")
+    assert "on NVIDIA H100 80GB HBM3" in out
+    assert "candidate / fa3: geomean 1.049, min 0.974 over 26 configs" in out
 
 
 @pytest.mark.parametrize("blob", [b"\xff\xfe\x00\x8b not json",  # not UTF-8
