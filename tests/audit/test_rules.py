@@ -51,6 +51,7 @@ ADVERSARIAL = {
     "unexpected_sections": "test_audit_incbin.py",
     "embedded_objects": "test_audit_incbin.py",
     "banned_fingerprints": "test_audit_incbin.py",
+    "embedded_data": "test_audit_embedded_data.py",
     "source_embedding": "test_audit_incbin.py",
     "source_library_loading": "test_audit_loader_calls.py",
     "source_system_calls": "test_audit_loader_calls.py",

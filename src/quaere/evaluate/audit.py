@@ -111,6 +111,11 @@ RULES: tuple[Rule, ...] = (
     Rule("embedded_objects",
          "An ELF object inside the artifact's bytes (outside the fat binary's cubins): a library carried as data.",
          _ANY_FAMILY, checks.embedded_objects),
+    Rule("embedded_data",
+         "Initialised data far beyond what the task's own initial kernel carries, on the host or in a cubin: "
+         "a kernel needs little; a library's code carried as an encoded array (no ELF header, no name, no "
+         "directive) is decoded and loaded at run time where no other rule looks.",
+         _ANY_FAMILY, checks.embedded_data),
     Rule("banned_fingerprints",
          "A banned library's API name, SONAME or namespace in the artifact's bytes or its extracted device "
          "code, whatever the symbol tables say.",

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from quaere.evaluate.artifact_scan import normal_section
-from quaere.evaluate.audit_facts import ArtifactFacts, HostSymbol
+from quaere.evaluate.audit_facts import HOST_DATA, ArtifactFacts, HostSymbol, initialised_bytes
 from quaere.evaluate.families import Family
 from quaere.evaluate.include_roots import under_roots
 from quaere.evaluate.source_scan import (
@@ -28,6 +28,10 @@ from quaere.evaluate.source_scan import (
 )
 
 DL_FUNCTIONS = frozenset({"dlopen", "dlmopen", "dlsym", "dlvsym"})
+# Initialised data a candidate may carry beyond its task's initial kernel built the same way, on the host, and in any
+# one cubin: the shipped attention kernel carries 1.4 KiB more host data than its initial kernel and no device data,
+# and a library kernel's cubin is tens of KiB or more (docs/security.md, "The audit").
+DATA_ALLOWANCE_BYTES = 16 * 1024
 
 
 def _symbols_of(symbols: Iterable[HostSymbol], fams: tuple[Family, ...], defined: bool) -> tuple[str, ...]:
@@ -128,6 +132,21 @@ def embedded_objects(facts: ArtifactFacts, fams: tuple[Family, ...]) -> tuple[st
         where = f"in {obj.section}" if obj.section else "outside every section"
         what = "; ".join(f"{f}: {e}" for f, e in zip(obj.identity.families, obj.identity.evidence, strict=False))
         found.append(f"{obj.machine} ELF object at offset {obj.offset:#x} {where}" + (f" ({what})" if what else ""))
+    return tuple(found)
+
+
+def embedded_data(facts: ArtifactFacts, fams: tuple[Family, ...]) -> tuple[str, ...]:
+    """Initialised data past :data:`DATA_ALLOWANCE_BYTES`: on the host, against the reference build (not judged
+    without one; the evaluator always passes the task's initial kernel), and in each cubin."""
+    found = []
+    if facts.reference_data_bytes is not None:
+        host = initialised_bytes(facts.sections, HOST_DATA)
+        if host - facts.reference_data_bytes > DATA_ALLOWANCE_BYTES:
+            found.append(f"{host - facts.reference_data_bytes} bytes of initialised host data beyond the task's "
+                         f"initial kernel built the same way ({host} against {facts.reference_data_bytes}; "
+                         f"{DATA_ALLOWANCE_BYTES} allowed)")
+    found += [f"{size} bytes of initialised device data in {name} ({DATA_ALLOWANCE_BYTES} allowed)"
+              for name, size in facts.device_data if size > DATA_ALLOWANCE_BYTES]
     return tuple(found)
 
 

@@ -34,6 +34,11 @@ from quaere.evaluate.preprocess import own_lines
 TOOL_TIMEOUT_S = 120.0
 # Sections whose strings are kept: literals and initialised data (a library name handed to dlopen).
 DATA_SECTIONS = (".rodata", ".data", ".data.rel.ro")
+# Initialised data, whatever its content: a host section of it (an array literal, a __device__ array's host copy), and
+# in a cubin the __device__ arrays' initial values and the __constant__ banks but the kernels' parameter banks
+# (.nv.constant0.<kernel>), which the driver fills at each launch.
+HOST_DATA = re.compile(r"\.(l?rodata|l?data|tdata)(\..*)?")
+DEVICE_DATA = re.compile(r"\.nv\.(global\.init|constant[1-9]\d*)")
 
 _NM_LINE = re.compile(r"^([0-9a-fA-F]+)?\s+(\S)\s(.+)$")
 _NEEDED_LINE = re.compile(r"\(NEEDED\)\s+Shared library: \[(.+)\]")
@@ -65,6 +70,8 @@ class ArtifactFacts:
     include_roots: tuple[str, ...] = ()  # real paths of the folders headers may come from; () = unknown
     sections: tuple[Section, ...] = ()
     reference_sections: frozenset[str] = frozenset()  # of the task's initial kernel, same build command
+    reference_data_bytes: int | None = None  # its initialised host data (initialised_bytes); None without it
+    device_data: tuple[tuple[str, int], ...] = ()  # (cubin, initialised device data bytes) per extracted cubin
     embedded: tuple[EmbeddedObject, ...] = ()
     fingerprints: tuple[Fingerprint, ...] = ()  # in any section, and in the extracted device code
     needed_libraries: tuple[NeededLibrary, ...] = ()  # NEEDED entries resolved here, by content
@@ -77,6 +84,11 @@ class ArtifactFacts:
     @property
     def host_symbols(self) -> tuple[HostSymbol, ...]:
         return self.dynamic_symbols + self.symtab_symbols
+
+
+def initialised_bytes(sections: tuple[Section, ...], kind: re.Pattern[str]) -> int:
+    """Bytes of the sections whose name ``kind`` matches whole and that occupy file bytes (not .bss)."""
+    return sum(s.size_bytes for s in sections if not s.nobits and kind.fullmatch(s.name))
 
 
 def find_cuobjdump() -> Path | None:
@@ -206,25 +218,45 @@ def _needed_libraries(needed: tuple[str, ...], runpath: tuple[str, ...], artifac
     )
 
 
-def _device_facts(artifact: Path, tools: _Tools) -> tuple[tuple[str, ...], tuple[Fingerprint, ...]]:
+@dataclass(frozen=True)
+class _DeviceFacts:
+    """What cuobjdump showed of the fat binary's cubins."""
+
+    symbols: tuple[str, ...] = ()
+    fingerprints: tuple[Fingerprint, ...] = ()
+    data: tuple[tuple[str, int], ...] = ()  # (cubin, initialised device data bytes)
+
+
+def _cubin_data(name: str, data: bytes, tools: _Tools) -> tuple[str, int]:
+    try:
+        return name, initialised_bytes(sections_of(data), DEVICE_DATA)
+    except (NotElf, IndexError, ValueError, struct.error) as exc:
+        tools.notes.append(f"could not read the sections of device code {name}: {exc}")
+        return name, 0
+
+
+def _device_facts(artifact: Path, tools: _Tools) -> _DeviceFacts:
     cuobjdump = find_cuobjdump()
     raw = tools.run("cuobjdump", cuobjdump, ["-symbols", str(artifact)])
     symbols = _demangle(tools, parse_cuobjdump_symbols(raw or ""))
     if cuobjdump is None:
-        return symbols, ()
+        return _DeviceFacts(symbols)
     cubins, note = extract_device_code(cuobjdump, artifact)
     tools.notes += [note] if note else []
-    return symbols, tuple(f for name, data in cubins for f in fingerprints(data, (), place=f"device code {name}"))
+    prints = tuple(f for name, data in cubins for f in fingerprints(data, (), place=f"device code {name}"))
+    return _DeviceFacts(symbols, prints, tuple(_cubin_data(name, data, tools) for name, data in cubins))
 
 
-def _reference_sections(reference: Path | None, tools: _Tools) -> frozenset[str]:
+def _reference_sections(reference: Path | None, tools: _Tools) -> tuple[frozenset[str], int | None]:
+    """The reference build's section names and initialised host data bytes (None without a readable one)."""
     if reference is None:
-        return frozenset()
+        return frozenset(), None
     try:
-        return frozenset(s.name for s in sections_of(reference.read_bytes()))
+        sections = sections_of(reference.read_bytes())
     except (NotElf, OSError, IndexError, ValueError, struct.error) as exc:
         tools.notes.append(f"could not read the sections of the reference build {reference}: {exc}")
-        return frozenset()
+        return frozenset(), None
+    return frozenset(s.name for s in sections), initialised_bytes(sections, HOST_DATA)
 
 
 def collect_facts(
@@ -239,7 +271,8 @@ def collect_facts(
     symtab = parse_nm(tools.run("nm -C", nm, ["-C", path]) or "")
     needed = parse_needed(tools.run("readelf -d", readelf, ["-d", "-W", path]) or "")
     scanned = _bytes_facts(artifact, tools)
-    device, device_prints = _device_facts(artifact, tools) if scanned.has_device_code else ((), ())
+    device = _device_facts(artifact, tools) if scanned.has_device_code else _DeviceFacts()
+    reference_names, reference_data = _reference_sections(inputs.reference, tools)
     source_text = ""
     if inputs.source is not None:
         try:
@@ -259,14 +292,16 @@ def collect_facts(
         symtab_symbols=symtab,
         needed=needed,
         has_device_code=scanned.has_device_code,
-        device_symbols=device,
+        device_symbols=device.symbols,
         data_strings=scanned.data_strings,
         sections=scanned.sections,
         embedded=scanned.embedded,
-        fingerprints=scanned.fingerprints + device_prints,
+        fingerprints=scanned.fingerprints + device.fingerprints,
         header_realpaths=tuple(os.path.realpath(h) for h in included_headers),
         include_roots=inputs.include_roots,
-        reference_sections=_reference_sections(inputs.reference, tools),
+        reference_sections=reference_names,
+        reference_data_bytes=reference_data,
+        device_data=device.data,
         needed_libraries=_needed_libraries(needed, scanned.runpath, artifact),
         source=str(inputs.source or ""),
         source_text=source_text,
