@@ -115,10 +115,20 @@ def confined_command(command: str, reads: Iterable[str], writes: Iterable[str]) 
     return [sys.executable, "-m", "quaere.runner.confine", roots, command]
 
 
+def judge_device_only(visible: str | None) -> str:
+    """The runner's ``CUDA_VISIBLE_DEVICES``: the one GPU the judge calls device 0, the first that ``visible`` (the
+    judge's own value) names, or device 0 when it names none. With the host's other GPUs visible, a candidate could
+    spread a timed call over several while every comparison runs on one, and every clock would believe it (the work
+    is real and inside the window). ``''`` (every GPU hidden) stays ``''``; ``CUDA_DEVICE_ORDER`` is inherited, so
+    an index means the same GPU to both."""
+    return "0" if visible is None else visible.split(",", 1)[0].strip()
+
+
 def runner_env(base: Mapping[str, str], scratch: Path, extra: Mapping[str, str]) -> dict[str, str]:
-    """The runner's environment: a few inherited variables, its scratch folder as HOME/TMPDIR/CUDA cache,
-    and ``extra`` (the dlopen guard's LD_PRELOAD and log)."""
+    """The runner's environment: a few inherited variables, the judge's GPU alone (:func:`judge_device_only`), its
+    scratch folder as HOME/TMPDIR/CUDA cache, and ``extra`` (the dlopen guard's LD_PRELOAD and log)."""
     env = {key: base[key] for key in INHERITED_ENV if key in base}
+    env["CUDA_VISIBLE_DEVICES"] = judge_device_only(base.get("CUDA_VISIBLE_DEVICES"))
     env.update({"HOME": str(scratch), "TMPDIR": str(scratch), "CUDA_CACHE_PATH": str(scratch / "nv"),
                 "PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "" if _user_site_needed() else "1"})
     if not env["PYTHONNOUSERSITE"]:
