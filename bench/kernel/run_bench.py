@@ -69,6 +69,15 @@ SPLIT_CHECKS = [(2, 3000, 2900, 12, 4, 128, 0, None), (1, 2000, 8000, 100, 20, 1
 # masked) and by 32, GQA, a sharp softmax.
 DIAGONAL_CHECKS = [(1, 3000, 3000, 4, 2, 64, 1, None), (1, 2500, 2564, 4, 4, 64, 1, None), (2, 2200, 2300, 2, 1, 64, 1, 4.0),
                    (2, 1000, 1064, 4, 2, 128, 1, None), (1, 1000, 1032, 4, 4, 128, 1, 10.0), (2, 3000, 3000, 8, 2, 128, 1, None)]
+# The 3-warpgroup D=128 kernels (192-row tiles, 64-wide K/V tiles; stage 31) on their edges, and where session 32's
+# variants send more launches (FAH_NC3_SQ 512, FAH_C3_SK 1537): non-causal with one, a few or a partial block of keys
+# and one or two rowless warpgroups in the last tile (FAH_DEAD), GQA; causal with far fewer queries than keys, with
+# key-less rows (Sq > Sk), and a shifted first tile with two warpgroups before row 0 (FAH_SHIFT).
+WARPGROUP3_CHECKS = [
+    (1, 1281, 1, 2, 1, 128, 0, None), (2, 2047, 7, 4, 2, 128, 0, None), (1, 4097, 65, 2, 2, 128, 0, None),
+    (1, 1500, 63, 3, 1, 128, 0, 10.0), (1, 513, 1, 2, 2, 128, 0, None), (1, 600, 5, 2, 1, 128, 0, None),
+    (1, 300, 6200, 2, 1, 128, 1, None), (1, 6150, 6150, 1, 1, 128, 1, None), (1, 7000, 6144, 2, 2, 128, 1, None),
+    (2, 1600, 1700, 4, 2, 128, 1, None), (1, 200, 1600, 2, 2, 128, 1, None)]
 # softmax_scale <= 0 (stage 22: the tiled kernels on a sign-flipped or zeroed copy of q): a zero and a negative scale
 # for every head dim, causal and not, with GQA and a partial last key block; a sharp negative scale; causal Sq > Sk
 # (key-less rows); a single row and key; long shapes, which the plain kernel took seconds over.
@@ -275,7 +284,7 @@ def check_cases(big: bool) -> list[tuple]:
     cases += [(*c, None) for c in BIG_CHECKS] if big else []
     cases += MASKED_CHECKS + SHARP_CHECKS
     cases += [MASKED_CHECKS[0]]  # again right after the others: a second launch must be right too
-    cases += [c for c in SPLIT_CHECKS for _ in range(2)] + DIAGONAL_CHECKS
+    cases += [c for c in SPLIT_CHECKS for _ in range(2)] + DIAGONAL_CHECKS + WARPGROUP3_CHECKS
     cases += [(2, 333, 444, 4, 2, 128, 1, 0.37)]
     cases += SIGNED_CHECKS
     cases += EDGE_CHECKS
