@@ -59,6 +59,16 @@ def test_the_directive_alone_is_refused_even_when_the_bytes_are_disguised(tmp_pa
     assert rules_of(report) == {"source_embedding"}
 
 
+def test_bytes_placed_in_text_by_data_directives_are_refused(tmp_path: Path, reference) -> None:
+    # No section of its own, nothing in the data sections: only the directives in the asm string show the bytes.
+    source = ATTACKS / "asm_data_in_text.cpp"
+    report = audit(build_candidate(source, tmp_path), source, tmp_path, reference)
+    # the four pieces reach the assembler as one string, which starts on line 4
+    assert evidence(report, "source_embedding") == ["asm_data_in_text.cpp:4: .byte (in joined literals)",
+                                                    "asm_data_in_text.cpp:4: .quad (in joined literals)"]
+    assert rules_of(report) == {"source_embedding"}
+
+
 def test_an_honest_candidate_passes_with_and_without_a_reference(tmp_path: Path, reference) -> None:
     source = ATTACKS / "clean_rich.cpp"
     build = build_candidate(source, tmp_path)

@@ -30,8 +30,13 @@ _COMMENT_OR_LITERAL = re.compile(
 EMBEDDING = re.compile(
     r"\.incbin\b|\bincbin\b|^\s*#\s*embed\b|__has_embed\b|\.(?:push)?section\b|\.symver\b", re.MULTILINE
 )
+# The assembler's data directives, followed by a value: in an asm() at file scope they place bytes in .text, the
+# current section, where no data rule looks (embedded_data measures the data sections). Read in strings only: in code
+# the same words are member names (s.byte); PTX, the only other assembly a kernel writes, has none of them.
+ASM_DATA = (r"(?<![\w.])\.(?:[248]?byte|short|hword|word|int|long|quad|octa|ascii|asciz|string(?:8|16|32|64)?|float"
+            r"|single|double|dc(?:\.[bwlsdx])?|uleb128|sleb128|base64|inst|insn)\b(?=[ \t]+\S)")
 # The assembler's directives as the assembler gets them: asm(".inc" "bin ...") is joined before it reads it.
-EMBEDDING_IN_STRINGS = re.compile(r"\.incbin\b|\bincbin\b|\.(?:push)?section\b|\.symver\b")
+EMBEDDING_IN_STRINGS = re.compile(r"\.incbin\b|\bincbin\b|\.(?:push)?section\b|\.symver\b|" + ASM_DATA)
 # Load a library or look a symbol up at run time, through the loader's public or private entry points.
 # Walking the loaded objects by hand (dl_iterate_phdr, the link map, dladdr) is how a symbol is found without a lookup.
 LIBRARY_LOADING = re.compile(
@@ -136,7 +141,7 @@ def _with_strings(pattern: re.Pattern[str], in_strings: re.Pattern[str], text: s
 
 def embedding_directives(text: str) -> tuple[SourceHit, ...]:
     """``.incbin``, ``#embed``, ``.section``/``.pushsection`` and ``.symver`` outside comments, and the directives
-    in the strings the source spells in pieces."""
+    in the strings the source spells in pieces, with the assembler's data directives (``.byte``, ``.quad``...)."""
     return _with_strings(EMBEDDING, EMBEDDING_IN_STRINGS, text)
 
 
