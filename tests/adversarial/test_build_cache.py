@@ -11,6 +11,8 @@ import json
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from quaere.evaluate.build import ARTIFACT_NAME, build_key, build_source
 from quaere.task.loader import load_task
 
@@ -39,19 +41,28 @@ def test_an_overwritten_cached_initial_kernel_is_rebuilt(tmp_path):
     assert "rebuilt" not in third.log_tail  # reused again, now that it matches
 
 
+def _initial_medians(stdout: str) -> list[float | None]:
+    """The initial kernel's median per benchmark of a ``quaere eval --json`` (None where it has no figure)."""
+    benchmarks = json.loads(stdout)["evaluation"]["benchmarks"]
+    return [next(t["median_ms"] for t in b["timings"] if t["impl"] == "initial") for b in benchmarks]
+
+
 def test_a_full_evaluation_after_the_overwrite_times_the_real_initial_kernel(tmp_path, store):
-    """Through `quaere eval`, with a candidate of the same algorithm as the initial kernel: its ratio stays
-    near 1 instead of the 5x-100x a 20 ms sleep in the baseline would give."""
+    """Through `quaere eval`: the initial kernel's median after the overwrite stays near its median before, instead
+    of the 5x-100x a 20 ms sleep in the baseline would give. The initial kernel is compared with itself, so the
+    candidate's own figure (which the judge withholds on a machine too busy to check it) is not needed."""
     from quaere.store.pinning import init_workspace
 
     workspace, _ = init_workspace(store, tmp_path / "ws", "cpu_softmax", False, tmp_path)
     bench = Bench(workspace, store, tmp_path / "cache")
     workspace.candidate.write_text(correct_kernel())
-    assert bench.quaere("eval").returncode == 0
+    before = bench.quaere("eval", "--json")
+    assert before.returncode == 0, before.stderr[-2000:]
     task = load_task("cpu_softmax")
     artifact = bench.cache / "builds" / build_key(task.spec.build, task.initial_kernel.read_bytes()) / ARTIFACT_NAME
     overwrite_with_sleepy(artifact, tmp_path)
-    done = bench.quaere("eval", "--json")
-    benchmarks = json.loads(done.stdout)["evaluation"]["benchmarks"]
-    ratios = [b["timings"][1]["median_ms"] / b["timings"][0]["median_ms"] for b in benchmarks]
-    assert max(ratios) < 3.0, ratios
+    after = bench.quaere("eval", "--json")
+    pairs = list(zip(_initial_medians(before.stdout), _initial_medians(after.stdout), strict=True))
+    if any(a is None or b is None for a, b in pairs):
+        pytest.skip(f"the judge gave the initial kernel no figure (machine too busy to check): {pairs}")
+    assert max(b / a for a, b in pairs) < 3.0, pairs
