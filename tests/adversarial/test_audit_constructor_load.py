@@ -61,7 +61,7 @@ def test_maps_read_before_the_load_see_the_constructors_library(attack: dict[str
 
 def test_the_guard_blames_the_candidate_for_its_helpers_calls(attack: dict[str, Path], tmp_path: Path) -> None:
     log = tmp_path / "guard.log"
-    before_load, _, _, rc = _run_probe(attack, guard_environment(tmp_path / "shim", log, base_env={}))
+    before_load, _, _, rc = _run_probe(attack, guard_environment(tmp_path / "shim", log))
     assert rc == 0
     # The helper, not the candidate, called dlopen: judged by the candidate's object alone, it is clean...
     assert runtime_findings(log, attack["candidate"], BANNED) == ()

@@ -87,7 +87,7 @@ def _probe_through(candidate: Path, arg: str, env: dict[str, str]) -> tuple[Prob
 def test_dlvsym_of_a_renamed_copy_is_caught_by_guard_and_maps(renamed: Path, tmp_path: Path) -> None:
     candidate = _loader(tmp_path, "loads_by_path")
     log = tmp_path / "guard.log"
-    env = guard_environment(tmp_path / "shim", log, base_env={})
+    env = guard_environment(tmp_path / "shim", log)
     probe, before, after, reply = _probe_through(candidate, str(renamed), env)
     try:
         assert reply["rc"] == 0  # the renamed stand-in was really loaded and its entry point called

@@ -40,7 +40,7 @@ def _probe(env_add: dict[str, str], candidate: Path, *harness_libs: Path, lib_di
 def guard(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> tuple[dict[str, str], Path]:
     cache = tmp_path_factory.getbasetemp() / "dlguard-cache"
     log = tmp_path / "dlguard.log"
-    return guard_environment(cache, log, base_env={}), log
+    return guard_environment(cache, log), log
 
 
 def test_candidate_dlopen_and_dlsym_are_reported(built, guard) -> None:
@@ -80,13 +80,16 @@ def test_guard_keeps_the_callers_runpath(built, guard) -> None:
     assert any(c.kind == "loaded" for c in parse_log(log.read_text()))
 
 
-def test_environment_prepends_the_shim_and_builds_it_once(tmp_path: Path) -> None:
-    first = guard_environment(tmp_path / "cache", tmp_path / "a.log", base_env={"LD_PRELOAD": "/x/other.so"})
-    shim, rest = first["LD_PRELOAD"].split(":")
-    assert rest == "/x/other.so" and Path(shim).is_file()
+def test_environment_preloads_the_shim_alone_and_builds_it_once(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    # A library the caller preloads would be mapped before the judge first reads the runner's maps: not passed on.
+    monkeypatch.setenv("LD_PRELOAD", "/x/other.so")
+    first = guard_environment(tmp_path / "cache", tmp_path / "a.log")
+    shim = first["LD_PRELOAD"]
+    assert ":" not in shim and "/x/other.so" not in shim and Path(shim).is_file()
     assert first["QUAERE_DLGUARD_LOG"] == str(tmp_path / "a.log")
     mtime = Path(shim).stat().st_mtime_ns
-    second = guard_environment(tmp_path / "cache", tmp_path / "b.log", base_env={})
+    second = guard_environment(tmp_path / "cache", tmp_path / "b.log")
     assert second["LD_PRELOAD"] == shim and Path(shim).stat().st_mtime_ns == mtime
     assert sorted(p.name for p in (tmp_path / "cache").iterdir()) == [Path(shim).name]  # no temp left
 
@@ -94,7 +97,7 @@ def test_environment_prepends_the_shim_and_builds_it_once(tmp_path: Path) -> Non
 def test_no_compiler_is_a_typed_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(GuardUnavailable, match="no C compiler"):
-        guard_environment(tmp_path / "cache", tmp_path / "log", base_env={})
+        guard_environment(tmp_path / "cache", tmp_path / "log")
 
 
 def test_a_log_without_the_shim_proves_nothing(tmp_path: Path) -> None:

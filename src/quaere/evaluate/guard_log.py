@@ -14,8 +14,7 @@ from quaere.records import AuditFinding
 class GuardLog:
     """The dlopen guard of the runners: what their environment gains, and the findings in its log so far."""
 
-    def __init__(self, banned: tuple[str, ...], cache: Path, log_dir: Path, artifact: str,
-                 environment: dict[str, str]) -> None:
+    def __init__(self, banned: tuple[str, ...], cache: Path, log_dir: Path, artifact: str) -> None:
         self.banned, self.artifact = banned, Path(artifact)
         self.log_path = log_dir / "runtime-guard.log"
         self.env: dict[str, str] = {}
@@ -30,7 +29,7 @@ class GuardLog:
         from quaere.evaluate.runtime_guard import GuardUnavailable, guard_environment
 
         try:
-            self.env.update(guard_environment(cache / "runtime-guard", self.log_path, environment))
+            self.env.update(guard_environment(cache / "runtime-guard", self.log_path))
             self.active = True
         except GuardUnavailable as exc:
             self.note = f"dlopen guard unavailable ({exc}); only the maps diff watched run-time loads"

@@ -115,6 +115,27 @@ def confined_command(command: str, reads: Iterable[str], writes: Iterable[str]) 
     return [sys.executable, "-m", "quaere.runner.confine", roots, command]
 
 
+# The judge's environment is the caller's (the agent's, in same-user mode) less every switch of the libraries it runs
+# and of what loads code into it: with PYTORCH_NO_CUDA_MEMORY_CACHING=1 every FA3 call would allocate and free device
+# memory (a device-wide synchronisation) inside its timing, CUDA_LAUNCH_BLOCKING=1 would stall between a comparison's
+# launches, NVIDIA_TF32_OVERRIDE=1 would turn the fp32 reference's matmuls into TF32 (a looser bound for everyone),
+# LD_PRELOAD or CUDA_INJECTION64_PATH would load the agent's code into the judge, and the dlopen guard used to pass
+# LD_PRELOAD on to the runners. Kept: where things are (PATH, PYTHONPATH, LD_LIBRARY_PATH, CUDA_HOME...), which GPU,
+# and the thread counts (OMP_NUM_THREADS...), which an operator sets for the machine and no comparison depends on.
+JUDGE_SWITCH_PREFIXES = ("LD_", "CUDA_", "NVIDIA_", "PYTHON", "TORCH", "PYTORCH_", "CUBLAS", "CUDNN", "NCCL_",
+                         "TRITON_", "FLASH_ATTENTION")
+JUDGE_KEPT = frozenset({"LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "CUDA_HOME", "CUDA_PATH",
+                        "CUDA_ROOT", "NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES", "PYTHONPATH",
+                        "PYTHONUNBUFFERED", "PYTHONIOENCODING", "PYTHONDONTWRITEBYTECODE", "PYTHONUTF8",
+                        "PYTHONNOUSERSITE", "PYTHONHASHSEED"})
+
+
+def judge_environment(base: Mapping[str, str]) -> tuple[dict[str, str], tuple[str, ...]]:
+    """The judge's environment from ``base`` (see :data:`JUDGE_SWITCH_PREFIXES`), and the names left out, sorted."""
+    dropped = tuple(sorted(k for k in base if k.startswith(JUDGE_SWITCH_PREFIXES) and k not in JUDGE_KEPT))
+    return {k: v for k, v in base.items() if k not in dropped}, dropped
+
+
 def judge_device_only(visible: str | None) -> str:
     """The runner's ``CUDA_VISIBLE_DEVICES``: the one GPU the judge calls device 0, the first that ``visible`` (the
     judge's own value) names, or device 0 when it names none. With the host's other GPUs visible, a candidate could

@@ -23,15 +23,19 @@ class JudgeState:
     clocks: dict[bool, Clock] = field(default_factory=dict)
 
     def new_banned(self, runner: RunnerProcess) -> tuple[str, ...]:
-        """Evidence of every banned library (by content: SONAME, exports; or by name) mapped in ``runner``
-        now and not before its library was loaded, read by the judge from ``/proc``."""
+        """Evidence of every banned library (by content: SONAME, exports; or by name) mapped in ``runner`` now and
+        not before its library was loaded, read by the judge from ``/proc``; and of one mapped already before: a
+        runner imports the standard library alone, so a banned library there came in around the candidate (a
+        preloaded helper that needs it) and would otherwise pass as part of the runner."""
         if not self.banned:
             return ()
-        from quaere.evaluate.maps import new_banned_mappings, parse_maps
+        from quaere.evaluate.maps import banned_objects, new_banned_mappings, parse_maps
 
-        found = new_banned_mappings(parse_maps(runner.maps_before), parse_maps(runner.read_maps()), self.banned,
-                                    pid=runner.pid)
-        return tuple(f.evidence for f in found)
+        before = parse_maps(runner.maps_before)
+        early = tuple(f"{o.finding().evidence}, before the candidate was loaded"
+                      for o in banned_objects(before, self.banned, pid=runner.pid))
+        found = new_banned_mappings(before, parse_maps(runner.read_maps()), self.banned, pid=runner.pid)
+        return early + tuple(f.evidence for f in found)
 
     def share(self, runner: RunnerProcess, buffers: list[SharedBuffer], timeout_s: float) -> None:
         """Make ``runner`` map every buffer of ``buffers`` it lacks; before that, unmap the buffers the pool

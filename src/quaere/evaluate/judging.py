@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Literal
 
 from quaere.evaluate.guard_log import GuardLog, mapping_findings
+from quaere.evaluate.isolation import judge_environment
 from quaere.evaluate.judge_protocol import TimeRequest
 from quaere.evaluate.options import EvalOptions
 from quaere.evaluate.supervisor import JudgeConfig, Supervisor
@@ -130,12 +131,14 @@ class JudgeSession:
         runs.mkdir(parents=True, exist_ok=True)
         self.log_dir = Path(tempfile.mkdtemp(prefix="run.", dir=runs))
         try:
-            self.guard = GuardLog(job.banned, cache, self.log_dir, job.kernels["candidate"], dict(environment))
+            self.guard = GuardLog(job.banned, cache, self.log_dir, job.kernels["candidate"])
         except BaseException:
             shutil.rmtree(self.log_dir, ignore_errors=True)
             raise
+        env, dropped = judge_environment(environment)
+        self.env_note = f"left out of the judge's environment: {', '.join(dropped)}" if dropped else ""
         config = JudgeConfig(task_folder=job.task_folder, kernels=dict(job.kernels), banned=job.banned,
-                             env=dict(environment), guard_env=self.guard.env, log_dir=self.log_dir,
+                             env=env, guard_env=self.guard.env, log_dir=self.log_dir,
                              start_timeout_s=job.start_timeout_s, sandbox=job.sandbox, threads=job.threads,
                              unreadable=job.unreadable)
         self.supervisor = Supervisor(config)
@@ -171,7 +174,7 @@ class JudgeSession:
         """Isolation in force, run-time findings and notes so far."""
         guard = self.guard
         findings = tuple(dict.fromkeys((*guard.findings(), *guard.mapped)))
-        notes = tuple(n for n in (self.supervisor.clock_note, guard.note, guard.inactive) if n)
+        notes = tuple(n for n in (self.env_note, self.supervisor.clock_note, guard.note, guard.inactive) if n)
         return SessionReport(isolation=self.supervisor.isolation, findings=findings, notes=notes)
 
     def close(self, failing: type[BaseException] | None = None) -> None:

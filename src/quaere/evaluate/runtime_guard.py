@@ -21,7 +21,6 @@ import hashlib
 import os
 import shutil
 import subprocess
-from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -125,20 +124,14 @@ def build_shim(cache_dir: Path) -> Path:
     return target
 
 
-def guard_environment(
-    cache_dir: Path, log_path: Path, base_env: Mapping[str, str] | None = None
-) -> dict[str, str]:
+def guard_environment(cache_dir: Path, log_path: Path) -> dict[str, str]:
     """Environment additions that load the shim into a process and log its calls to ``log_path``.
 
-    ``LD_PRELOAD`` is the shim followed by any value already in ``base_env`` (``os.environ`` by default).
+    ``LD_PRELOAD`` is the shim alone: a library the caller preloads would be mapped before the maps are first read
+    and would call the loader before the candidate is there to blame, so it is not passed on.
     Raises :class:`GuardUnavailable` when the shim cannot be built.
     """
-    shim = build_shim(cache_dir)
-    existing = (os.environ if base_env is None else base_env).get("LD_PRELOAD", "")
-    return {
-        "LD_PRELOAD": f"{shim}:{existing}" if existing else str(shim),
-        LOG_ENV: str(log_path),
-    }
+    return {"LD_PRELOAD": str(build_shim(cache_dir)), LOG_ENV: str(log_path)}
 
 
 def parse_log(text: str) -> tuple[GuardCall, ...]:
