@@ -193,10 +193,11 @@ def build_source(
     unreadable: Iterable[str] = (), env: Mapping[str, str] | None = None,
 ) -> BuildResult:
     """Build ``source`` with the task's command (run in ``workdir``, the task folder, confined: see
-    :func:`_confined`), in ``env`` (None: :func:`~quaere.evaluate.options.process_environment`) with ``TMPDIR`` set
+    :func:`_confined`), in ``env`` (None: :func:`~quaere.evaluate.options.process_environment`) less the compilers'
+    switches (:func:`~quaere.evaluate.isolation.build_environment`, named in the log) with ``TMPDIR`` set
     to its scratch folder; never raises on a compile error, a missing compiler or a timeout: those are
     ``BUILD_FAILED`` with the log's tail."""
-    env = process_environment() if env is None else env
+    env, dropped = isolation.build_environment(process_environment() if env is None else env)
     source = source.resolve()
     source_bytes = source.read_bytes()
     key = build_key(spec.build, source_bytes)
@@ -211,6 +212,8 @@ def build_source(
     shown = command.replace(str(scratch), str(final))
     started = time.monotonic()
     code, log = _run_confined(command, "build", source, workdir, scratch, unreadable, env, timeout_s)
+    if dropped:
+        log = f"{log}\n[quaere] left out of the build's environment: {', '.join(dropped)}"
     duration = time.monotonic() - started
     if source.read_bytes() != source_bytes:  # never cache (or record) an artifact of other bytes than hashed
         code, log = -1, f"{log}\n[quaere] {source} changed while it was being built; evaluate it again"

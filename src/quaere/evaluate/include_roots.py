@@ -19,6 +19,9 @@ import subprocess
 from functools import lru_cache
 from pathlib import Path
 
+from quaere.evaluate.isolation import build_environment
+from quaere.evaluate.options import process_environment
+
 PROBE_TIMEOUT_S = 60.0
 # Options that add include directories: the task's own command may use them (resolved in its folder).
 _DIR_OPTIONS = ("-I", "-isystem", "-idirafter", "-iquote", "--include-path", "--system-include")
@@ -83,8 +86,11 @@ def compiler_include_dirs(compiler: str, kept: tuple[str, ...] = ()) -> tuple[st
     if exe is None:
         raise RootsUnknown(f"compiler {compiler!r} of the build command is not on PATH")
     try:
+        # In the build's environment: include folders named by the caller's (CPLUS_INCLUDE_PATH, NVCC_PREPEND_FLAGS)
+        # would otherwise join the search list and pass as the toolchain's.
+        env, _ = build_environment(process_environment())
         done = subprocess.run(_probe_args(exe, kept), capture_output=True, text=True, errors="replace",
-                              timeout=PROBE_TIMEOUT_S, check=False)
+                              timeout=PROBE_TIMEOUT_S, check=False, env=env)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise RootsUnknown(f"could not ask {compiler} for its include directories: {exc}") from exc
     dirs = parse_search_list(done.stdout + "\n" + done.stderr)

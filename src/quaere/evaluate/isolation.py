@@ -136,6 +136,24 @@ def judge_environment(base: Mapping[str, str]) -> tuple[dict[str, str], tuple[st
     return {k: v for k, v in base.items() if k not in dropped}, dropped
 
 
+# The build's environment is the caller's less the compilers' switches: flags nvcc adds to every command
+# (NVCC_PREPEND_FLAGS, NVCC_APPEND_FLAGS: "-I/agent/qlib", or "-G" for a crippled initial kernel, which the build cache
+# then keeps), the host compiler it picks (NVCC_CCBIN), include and library folders gcc searches (CPATH,
+# CPLUS_INCLUDE_PATH...: the include-roots probe would count them as the toolchain's, and a renamed CUTLASS there would
+# pass includes_outside_roots), where gcc finds its own programs (GCC_EXEC_PREFIX, COMPILER_PATH), where it writes
+# dependencies (DEPENDENCIES_OUTPUT), and what the loader puts into every compiler process (LD_* but LD_LIBRARY_PATH).
+BUILD_SWITCH_PREFIXES = ("NVCC_", "CPATH", "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH", "OBJC_INCLUDE_PATH",
+                         "OBJCPLUS_INCLUDE_PATH", "LIBRARY_PATH", "GCC_", "COMPILER_PATH", "DEPENDENCIES_OUTPUT",
+                         "SUNPRO_DEPENDENCIES", "COLLECT_", "CCACHE_", "LD_")
+BUILD_KEPT = frozenset({"LD_LIBRARY_PATH"})
+
+
+def build_environment(base: Mapping[str, str]) -> tuple[dict[str, str], tuple[str, ...]]:
+    """The build's environment from ``base`` (see :data:`BUILD_SWITCH_PREFIXES`), and the names left out, sorted."""
+    dropped = tuple(sorted(k for k in base if k.startswith(BUILD_SWITCH_PREFIXES) and k not in BUILD_KEPT))
+    return {k: v for k, v in base.items() if k not in dropped}, dropped
+
+
 def judge_device_only(visible: str | None) -> str:
     """The runner's ``CUDA_VISIBLE_DEVICES``: the one GPU the judge calls device 0, the first that ``visible`` (the
     judge's own value) names, or device 0 when it names none. With the host's other GPUs visible, a candidate could

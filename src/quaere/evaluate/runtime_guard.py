@@ -26,6 +26,7 @@ from importlib import resources
 from pathlib import Path
 
 from quaere.evaluate.families import Family, families
+from quaere.evaluate.isolation import build_environment
 from quaere.evaluate.library_identity import identify
 from quaere.evaluate.maps import (
     RUNTIME_MAPPING_NAME,
@@ -35,6 +36,7 @@ from quaere.evaluate.maps import (
     parse_maps,
     read_maps,
 )
+from quaere.evaluate.options import process_environment
 from quaere.records import AuditFinding
 
 __all__ = [
@@ -109,9 +111,11 @@ def build_shim(cache_dir: Path) -> Path:
     tmp = cache_dir / f".dlguard-{key}-{os.getpid()}.so"
     src.write_bytes(source)
     try:
+        # In the build's environment: a caller's GCC_EXEC_PREFIX or COMPILER_PATH would pick the compiler's programs.
+        env, _ = build_environment(process_environment())
         done = subprocess.run(
             [compiler, *CFLAGS, "-o", str(tmp), str(src), "-ldl"],
-            capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S, check=False,
+            capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S, check=False, env=env,
         )
         if done.returncode != 0:
             raise GuardUnavailable(f"{compiler} failed to build the dlopen guard: {done.stderr.strip()[-500:]}")
