@@ -130,10 +130,16 @@ JUDGE_KEPT = frozenset({"LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_
                         "PYTHONNOUSERSITE", "PYTHONHASHSEED"})
 
 
+def _without(base: Mapping[str, str], prefixes: tuple[str, ...], kept: frozenset[str],
+             ) -> tuple[dict[str, str], tuple[str, ...]]:
+    """``base`` less the names that start with one of ``prefixes`` and are not ``kept``; and those names, sorted."""
+    dropped = tuple(sorted(k for k in base if k.startswith(prefixes) and k not in kept))
+    return {k: v for k, v in base.items() if k not in dropped}, dropped
+
+
 def judge_environment(base: Mapping[str, str]) -> tuple[dict[str, str], tuple[str, ...]]:
     """The judge's environment from ``base`` (see :data:`JUDGE_SWITCH_PREFIXES`), and the names left out, sorted."""
-    dropped = tuple(sorted(k for k in base if k.startswith(JUDGE_SWITCH_PREFIXES) and k not in JUDGE_KEPT))
-    return {k: v for k, v in base.items() if k not in dropped}, dropped
+    return _without(base, JUDGE_SWITCH_PREFIXES, JUDGE_KEPT)
 
 
 # The build's environment is the caller's less the compilers' switches: flags nvcc adds to every command
@@ -150,8 +156,7 @@ BUILD_KEPT = frozenset({"LD_LIBRARY_PATH"})
 
 def build_environment(base: Mapping[str, str]) -> tuple[dict[str, str], tuple[str, ...]]:
     """The build's environment from ``base`` (see :data:`BUILD_SWITCH_PREFIXES`), and the names left out, sorted."""
-    dropped = tuple(sorted(k for k in base if k.startswith(BUILD_SWITCH_PREFIXES) and k not in BUILD_KEPT))
-    return {k: v for k, v in base.items() if k not in dropped}, dropped
+    return _without(base, BUILD_SWITCH_PREFIXES, BUILD_KEPT)
 
 
 def judge_device_only(visible: str | None) -> str:
