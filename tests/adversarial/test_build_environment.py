@@ -64,4 +64,15 @@ def test_a_build_does_not_search_a_folder_named_by_the_environment(agent_folder:
            "LD_PRELOAD": ""}
     result = build_source(task.spec, source, tmp_path / "cache", task.folder, env=env)
     assert result.status is BuildStatus.BUILD_FAILED and HEADER in result.log_tail, result.log_tail
-    assert "left out of the build's environment: CPLUS_INCLUDE_PATH, GCC_EXEC_PREFIX, LD_PRELOAD" in result.log_tail
+    [left_out] = [line for line in result.log_tail.splitlines() if "left out of the build's environment" in line]
+    assert {"CPLUS_INCLUDE_PATH", "GCC_EXEC_PREFIX", "LD_PRELOAD"} <= set(left_out.split(": ", 1)[1].split(", "))
+
+
+@pytest.mark.parametrize(("name", "dropped"), [
+    ("NVCC_APPEND_FLAGS", True), ("NVCC_CCBIN", True), ("CPATH", True), ("COMPILER_PATH", True), ("LD_AUDIT", True),
+    ("LD_LIBRARY_PATH", False), ("PATH", False), ("HOME", False), ("CUDA_HOME", False), ("TMPDIR", False)])
+def test_which_names_the_build_leaves_out(name: str, dropped: bool) -> None:
+    from quaere.evaluate.isolation import build_environment
+
+    env, left_out = build_environment({name: "x", "LANG": "C"})
+    assert (name in left_out) is dropped and (name in env) is not dropped and env["LANG"] == "C"

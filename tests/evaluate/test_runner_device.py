@@ -41,3 +41,16 @@ def test_a_started_runner_process_has_one_device_in_its_environment(tmp_path: Pa
         runner.close()
     assert seen["CUDA_VISIBLE_DEVICES"] == "3"
     assert seen["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID"  # so that "3" names the same GPU to the judge and the runner
+
+
+@pytest.mark.parametrize(("name", "dropped"), [
+    ("LD_PRELOAD", True), ("CUDA_INJECTION64_PATH", True), ("CUDA_LAUNCH_BLOCKING", True),
+    ("PYTORCH_NO_CUDA_MEMORY_CACHING", True), ("NVIDIA_TF32_OVERRIDE", True),
+    ("TORCH_ALLOW_TF32_CUBLAS_OVERRIDE", True), ("PYTHONWARNINGS", True), ("CUBLAS_WORKSPACE_CONFIG", True),
+    ("CUDA_VISIBLE_DEVICES", False), ("CUDA_DEVICE_ORDER", False), ("LD_LIBRARY_PATH", False),
+    ("PYTHONPATH", False), ("PATH", False), ("NVIDIA_VISIBLE_DEVICES", False), ("OMP_NUM_THREADS", False),
+    ("HOME", False)])
+def test_which_names_the_judge_leaves_out(name: str, dropped: bool) -> None:
+    # The judge's own environment: the switches of the libraries it runs go, paths and the GPU choice stay.
+    env, left_out = isolation.judge_environment({name: "1", "LANG": "C"})
+    assert (name in left_out) is dropped and (name in env) is not dropped and env["LANG"] == "C"
