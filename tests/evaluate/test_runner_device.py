@@ -1,7 +1,8 @@
 """A runner sees one GPU, the judge's: with the host's others visible a candidate could spread a timed call over
 several GPUs while every comparison runs on one, and each of the judge's clocks would believe it (the work is real
 and inside the window). The GPU host lent so far has one GPU, so the runner's own process environment is what is
-checked here, on a CPU runner started as the judge starts them."""
+checked here, on a CPU runner started as the judge starts them. And the judge's own environment: which of the
+caller's variables it goes without (the switches of the libraries it runs)."""
 
 from __future__ import annotations
 
