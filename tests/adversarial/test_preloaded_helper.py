@@ -84,6 +84,6 @@ def test_a_banned_library_mapped_before_the_candidate_is_a_finding(helper: Path)
     state = JudgeState(task=None, ops=None, pool=None, runners=None, banned=("cublas",))  # type: ignore[arg-type]
     found = state.new_banned(_Runner(maps_before=early, now=early))  # type: ignore[arg-type]
     assert len(found) == 1 and found[0].endswith("before the candidate was loaded") and "cublas" in found[0]
-    assert state.new_banned(_Runner(maps_before="", now="")) == ()  # a runner with nothing banned: no finding
+    assert state.new_banned(_Runner(maps_before="", now="", pid=1)) == ()  # another runner, nothing banned: none
     assert JudgeState(task=None, ops=None, pool=None, runners=None).new_banned(  # type: ignore[arg-type]
         _Runner(maps_before=early, now=early)) == ()  # nothing banned by the task

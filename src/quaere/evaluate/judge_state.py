@@ -21,6 +21,9 @@ class JudgeState:
     runners: Runners
     banned: tuple[str, ...] = ()
     clocks: dict[bool, Clock] = field(default_factory=dict)
+    early: dict[int, tuple[str, ...]] = field(default_factory=dict)
+    """Per runner pid: the banned libraries its maps held before the candidate was loaded (read once: they do not
+    change, and identifying each of its objects by content on every call would repeat the same reads)."""
 
     def new_banned(self, runner: RunnerProcess) -> tuple[str, ...]:
         """Evidence of every banned library (by content: SONAME, exports; or by name) mapped in ``runner`` now and
@@ -32,10 +35,11 @@ class JudgeState:
         from quaere.evaluate.maps import banned_objects, new_banned_mappings, parse_maps
 
         before = parse_maps(runner.maps_before)
-        early = tuple(f"{o.finding().evidence}, before the candidate was loaded"
-                      for o in banned_objects(before, self.banned, pid=runner.pid))
+        if runner.pid not in self.early:
+            self.early[runner.pid] = tuple(f"{o.finding().evidence}, before the candidate was loaded"
+                                           for o in banned_objects(before, self.banned, pid=runner.pid))
         found = new_banned_mappings(before, parse_maps(runner.read_maps()), self.banned, pid=runner.pid)
-        return early + tuple(f.evidence for f in found)
+        return self.early[runner.pid] + tuple(f.evidence for f in found)
 
     def share(self, runner: RunnerProcess, buffers: list[SharedBuffer], timeout_s: float) -> None:
         """Make ``runner`` map every buffer of ``buffers`` it lacks; before that, unmap the buffers the pool
