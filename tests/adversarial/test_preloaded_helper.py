@@ -55,7 +55,10 @@ def test_a_preload_around_the_evaluation_reaches_no_runner(banning_task, helper:
     options = EvalOptions(seed=7, benchmark=False, scenario_timeout_s=10.0, cache_dir=tmp_path / "cache")
     executor = LocalExecutor(tmp_path / "cache", {**os.environ, "LD_PRELOAD": str(helper),
                                                   "PYTORCH_NO_CUDA_MEMORY_CACHING": "1"})
-    evaluation = run_evaluation(banning_task, CANDIDATES / "uses_preloaded_helper.cpp", options, executor=executor)
+    for name in ("uses_preloaded_helper.cpp", "softmax_common.h"):  # the header inside the task: no audit finding
+        shutil.copy(CANDIDATES / name, banning_task.folder / name)
+    candidate = banning_task.folder / "uses_preloaded_helper.cpp"
+    evaluation = run_evaluation(banning_task, candidate, options, executor=executor)
     assert evaluation.built and not evaluation.audit  # the source and the artifact name nothing banned
     assert not evaluation.correct  # without the helper the candidate's symbol is not bound: it cannot load
     [left_out] = [part for part in evaluation.note.split("; ") if part.startswith("left out of the judge's")]
