@@ -117,16 +117,19 @@
 #define FAH_BN128NC 128
 #endif
 #ifndef FAH_NC3_SQ  // non-causal D=128 with at least this many queries: 3 consumer warpgroups (192-row tiles; 0: never)
-#define FAH_NC3_SQ 1280  // (H100, stage 31: +3 to +4% from 2k queries, -3.5% at 1k where 192-row tiles waste 11%)
+#define FAH_NC3_SQ 1280  // (H100, stage 31: +3 to +4% from 2k queries, -3.5% at 1k: 2 of 18 warpgroups rowless)
 #endif
 #ifndef FAH_C3_SK  // causal D=128 with at least this many keys: 3 consumer warpgroups (0: never)
-#define FAH_C3_SK 6144  // (H100, stage 31: +2 to +4% from 8k keys; -2% at 4k, where the coarser triangle's tail costs)
+#define FAH_C3_SK 1537  // (H100, stage 32, with FAH_SHIFT: +1 to +3% at 4k-16k keys, +0.5% at 2k, +2-6% at 2.8k-3k)
 #endif
 #ifndef FAH_BN128_3  // KV tile width of the 3-warpgroup D=128 kernels (160 registers a consumer thread)
 #define FAH_BN128_3 64
 #endif
 #ifndef FAH_ST128_3  // its K/V stages (stage 31: 2 -3%, 3 0%, 4 +0.6% over all D=128 rows against 2 warpgroups)
 #define FAH_ST128_3 4
+#endif
+#ifndef FAH_SHIFT  // 1: causal query tiles end on the last row, so a partial tile is the first (lightest), not the last
+#define FAH_SHIFT 1  // (H100, stage 32: with FAH_C3_SK 1537, +0.6% over the 26, +1.6% over the odd shapes)
 #endif
 #ifndef FAH_TMA_ST  // 1: the staged O leaves through TMA stores (one thread, asynchronous), D >= 128
 #define FAH_TMA_ST 1
@@ -466,6 +469,9 @@ struct Params {
 #if FAH_DEFER
   int defer;  // query-block levels run last (tile_coords)
 #endif
+#if FAH_SHIFT
+  int shift;  // tile_shift: query tiles start this many rows before row 0
+#endif
 };
 
 // A CTA has one producer warpgroup and NWG consumer warpgroups of 64 query rows each.
@@ -594,7 +600,7 @@ __device__ __forceinline__ bool softmax_fast(float* s, float m0, float m1, float
 // compiles to the groups alone).
 __host__ __device__ __forceinline__ void tile_coords(int t, int num_m_blocks, int heads_per_group, int num_bh,
                                                      int heads_q, int bm, int bn, int n_total, int causal, int off,
-                                                     int defer, int& b, int& h, int& m0, int& n_max) {
+                                                     int shift, int defer, int& b, int& h, int& m0, int& n_max) {
   const int grouped_m = num_m_blocks - defer;  // query-block levels inside the groups
   const int grouped = num_bh * grouped_m;
   if (defer > 0 && t >= grouped) {
@@ -602,7 +608,7 @@ __host__ __device__ __forceinline__ void tile_coords(int t, int num_m_blocks, in
     const int bh = r % num_bh;
     b = bh / heads_q;
     h = bh % heads_q;
-    m0 = (defer - 1 - r / num_bh) * bm;
+    m0 = (defer - 1 - r / num_bh) * bm - shift;
   } else {
     const int tiles_per_group = heads_per_group * grouped_m;
     const int g = t / tiles_per_group;
@@ -612,7 +618,7 @@ __host__ __device__ __forceinline__ void tile_coords(int t, int num_m_blocks, in
     const int bh = bh0 + r % cur;
     b = bh / heads_q;
     h = bh % heads_q;
-    m0 = (num_m_blocks - 1 - r / cur) * bm;
+    m0 = (num_m_blocks - 1 - r / cur) * bm - shift;
   }
   n_max = n_total;
   if (causal) {
@@ -626,11 +632,21 @@ __host__ __device__ __forceinline__ void tile_coords(int t, int num_m_blocks, in
 // heads_s count pairs); MC = 0: tile u (rank 0). Both ranks get the same batch, K/V head and KV range.
 __host__ __device__ __forceinline__ void unit_coords(int u, int mc, int rank, int num_m_blocks, int heads_per_group,
                                                      int num_bh, int heads_s, int bm, int bn, int n_total, int causal,
-                                                     int off, int defer, int& b, int& h, int& m0, int& n_max) {
+                                                     int off, int shift, int defer, int& b, int& h, int& m0, int& n_max) {
   tile_coords(u, num_m_blocks, heads_per_group, num_bh, heads_s, mc == 1 ? 2 * bm : bm, bn, n_total, causal, off,
-              defer, b, h, m0, n_max);
+              shift, defer, b, h, m0, n_max);
   if (mc == 1) m0 += rank * bm;
   if (mc == 2) h = 2 * h + rank;
+}
+
+// Causal launches (FAH_SHIFT, not query-block pairs): the query tiles are laid from the last row up, so the rows a
+// partial tile lacks lie before row 0, in the tile with the fewest visible keys; the loads zero-fill them and the
+// stores skip them. Without it the partial tile is the last one, which visits every key block. The shift is a whole
+// number of KV tiles (bn), so that tile edges stay where the diagonal crosses key-block edges: a shift off the key
+// blocks cost the 128-row kernels 2-6% on short causal shapes (stage 31, call 4), and their shift is now always 0.
+__host__ __device__ __forceinline__ int tile_shift(int causal, int mc, int num_m_blocks, int bm, int bn,
+                                                   int seqlen_q) {
+  return FAH_SHIFT && causal && mc != 1 ? (num_m_blocks * bm - seqlen_q) / bn * bn : 0;
 }
 
 // Split tail: piece q of k of a tile with n KV blocks covers blocks [lo, hi); the k pieces cover
@@ -805,9 +821,18 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
 #else
   constexpr int defer = 0;
 #endif
+#if FAH_SHIFT
+  // Not where O leaves from the V ring (D = 256): its hand-off to the producer has no path for rows before 0; not in
+  // the kernels only non-causal launches run (CM = 0), whose shift is 0.
+  constexpr bool kShift = !L::O_IN_V && CM != 0;
+  const int shift = kShift ? p.shift : 0;
+#else
+  constexpr bool kShift = false;
+  constexpr int shift = 0;
+#endif
   auto tile_info = [&](int t, int& b, int& h, int& m0, int& n_max) {
     unit_coords(t, MC, (int)rank, p.num_m_blocks, p.heads_per_group, num_bh, heads_s, kBM, BN, n_total, causal, off,
-                defer, b, h, m0, n_max);
+                shift, defer, b, h, m0, n_max);
   };
 
   const int tid = threadIdx.x;
@@ -1306,11 +1331,23 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
         }
         fence_proxy_async();      // these generic writes, before the copy engine reads them
         named_sync(3 + cw, 128);  // sO holds the warpgroup's 64 rows
-        if (t128 == 0) {
+        const int r0 = m0 + cw * 64;  // before row 0 only in a shifted first tile (FAH_SHIFT)
+        if (t128 == 0 && (!kShift || r0 >= 0)) {
 #pragma unroll
-          for (int c = 0; c < DC; ++c) tma_store_4d(&tmO, sO + c * 8192, c * 64, h, m0 + cw * 64, b);
+          for (int c = 0; c < DC; ++c) tma_store_4d(&tmO, sO + c * 8192, c * 64, h, r0, b);
           bulk_commit();
           store_pending = true;
+        }
+        if (kShift && r0 < 0) {
+          // A TMA store whose box starts before row 0 stops the kernel (an illegal instruction, seen on the H200):
+          // the warpgroup writes its rows from 0 itself, 16 bytes a thread, out of the same box layout.
+#pragma unroll
+          for (int j = 0; j < 64 * (D / 8) / 128; ++j) {
+            const int idx = j * 128 + tt, rl = idx / (D / 8), c = idx % (D / 8);
+            if ((unsigned)(r0 + rl) < (unsigned)p.seqlen_q)
+              st_global_v4(p.o + ((int64_t)b * p.seqlen_q + r0 + rl) * row_stride + (int64_t)h * D + c * 8,
+                           ld_shared_v4(sO + (c >> 3) * 8192 + rl * 128 + (((c & 7) ^ (rl & 7)) << 4)));
+          }
         }
       }
 #pragma unroll
@@ -1324,7 +1361,7 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
         int rl, c;
         const uint4 v = ld_shared_v4(sO + epi_chunk_offset(j * 128 + tt, D, rl, c));
         const int g = m0 + cw * 64 + rl;
-        if (g < p.seqlen_q)
+        if ((unsigned)g < (unsigned)p.seqlen_q)  // FAH_SHIFT: rows before 0 too
           st_global_v4(p.o + ((int64_t)b * p.seqlen_q + g) * row_stride + (int64_t)h * D + c * 8, v);
       }
       if (L::O_IN_V && !TMA_ST) {
@@ -1335,14 +1372,14 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
         if (t128 == 0) release(barOFree);
       }
       if ((lane & 3) == 0) {
-        if (row0 < p.seqlen_q)
+        if ((unsigned)row0 < (unsigned)p.seqlen_q)
           p.lse[((int64_t)b * p.heads_q + h) * p.seqlen_q + row0] = lseA;
-        if (row1 < p.seqlen_q)
+        if ((unsigned)row1 < (unsigned)p.seqlen_q)
           p.lse[((int64_t)b * p.heads_q + h) * p.seqlen_q + row1] = lseB;
       }
       continue;
     }
-    if (row0 < p.seqlen_q) {
+    if ((unsigned)row0 < (unsigned)p.seqlen_q) {
       __nv_bfloat16* op = p.o + ((int64_t)b * p.seqlen_q + row0) * row_stride + (int64_t)h * D + colq;
 #pragma unroll
       for (int i = 0; i < D / 8; ++i)
@@ -1350,7 +1387,7 @@ __global__ void __launch_bounds__(128 * (NWG + 1), 1)
       if ((lane & 3) == 0)
         p.lse[((int64_t)b * p.heads_q + h) * p.seqlen_q + row0] = lseA;
     }
-    if (row1 < p.seqlen_q) {
+    if ((unsigned)row1 < (unsigned)p.seqlen_q) {
       __nv_bfloat16* op = p.o + ((int64_t)b * p.seqlen_q + row1) * row_stride + (int64_t)h * D + colq;
 #pragma unroll
       for (int i = 0; i < D / 8; ++i)
@@ -1573,6 +1610,9 @@ static int launch(const void* q, const void* k, const void* v, void* o, float* l
                           : heads_per_group(units_bh, unit_kv_bytes, causal, p.num_m_blocks, sms);
 #if FAH_DEFER
   p.defer = launch_defer(causal, MC, hq, hkv, units_bh, p.num_m_blocks, sms);
+#endif
+#if FAH_SHIFT
+  p.shift = tile_shift(causal, MC, p.num_m_blocks, MC == 1 ? 2 * kBM : kBM, BN, sq);
 #endif
   p.scale = scale;
   p.scale_log2 = scale * 1.4426950408889634f;

@@ -71,7 +71,7 @@ DIAGONAL_CHECKS = [(1, 3000, 3000, 4, 2, 64, 1, None), (1, 2500, 2564, 4, 4, 64,
                    (2, 1000, 1064, 4, 2, 128, 1, None), (1, 1000, 1032, 4, 4, 128, 1, 10.0), (2, 3000, 3000, 8, 2, 128, 1, None)]
 # The 3-warpgroup D=128 kernels (192-row tiles, 64-wide K/V tiles; stage 31) on their edges, and where session 32's
 # variants send more launches (FAH_NC3_SQ 512, FAH_C3_SK 1537): non-causal with one, a few or a partial block of keys
-# and one or two rowless warpgroups in the last tile (FAH_DEAD), GQA; causal with far fewer queries than keys, with
+# and one or two rowless warpgroups in the last tile, GQA; causal with far fewer queries than keys, with
 # key-less rows (Sq > Sk), and a shifted first tile with two warpgroups before row 0 (FAH_SHIFT).
 WARPGROUP3_CHECKS = [
     (1, 1281, 1, 2, 1, 128, 0, None), (2, 2047, 7, 4, 2, 128, 0, None), (1, 4097, 65, 2, 2, 128, 0, None),

@@ -50,7 +50,8 @@ std::vector<double> durations(const Shape& s, int heads_per_group_override, doub
   std::vector<double> out;
   for (int t = 0; t < num_m * num_bh; ++t) {
     int b, h, m0, n_max;
-    fah::tile_coords(t, num_m, hpg, num_bh, s.hq, bm, bn, n_total, 1, 0, defer, b, h, m0, n_max);
+    fah::tile_coords(t, num_m, hpg, num_bh, s.hq, bm, bn, n_total, 1, 0, fah::tile_shift(1, 0, num_m, bm, bn, s.s), defer,
+                     b, h, m0, n_max);
     // Tile widths differ from 128 at D=256: cost in units of a 128-key block.
     out.push_back(n_max > 0 ? n_max * (double)bn / 128.0 + overhead : 0.1);
   }

@@ -104,6 +104,10 @@ void check_shape(const Shape& s, int d, std::mt19937& rng) {
   const int num_tiles = num_m_blocks * num_bh;
   const int n_total = (s.sk + tl.bn - 1) / tl.bn;
   const int off = s.sk - s.sq;
+  const int shift = fah::tile_shift(s.causal, 0, num_m_blocks, tl.bm, tl.bn, s.sq);  // FAH_SHIFT: rows before 0
+  const int spare = num_m_blocks * tl.bm - s.sq;  // rows the tiles hold past the query count
+  EXPECT(shift >= 0 && shift <= spare && shift % tl.bn == 0 && (!s.causal || !FAH_SHIFT || spare - shift < tl.bn),
+         "%s shift %d", tag, shift);
   const int hpg = fah::heads_per_group(num_bh, 4.0 * s.sk * d / (s.hq / s.hkv), s.causal, num_m_blocks, 132);
   EXPECT(hpg >= 1 && hpg <= num_bh, "%s heads_per_group %d", tag, hpg);
   // Causal: the last head group holds at least FAH_TAIL tenths of the SM count in tiles (or is all
@@ -116,25 +120,29 @@ void check_shape(const Shape& s, int d, std::mt19937& rng) {
   // defer: 0 (the groups alone), 1, half the levels (defer_levels' cap) and two SM-waves' worth at 132 SMs.
   for (int defer : {0, 1, num_m_blocks / 2, fah::defer_levels(num_bh, num_m_blocks, 132, 20)}) {
     std::vector<int> seen((size_t)num_tiles, 0);
-    int last_deferred_m0 = defer * tl.bm;
+    int last_deferred_level = defer;
     for (int t = 0; t < num_tiles; ++t) {
       int b, h, m0, n_max;
-      fah::tile_coords(t, num_m_blocks, hpg, num_bh, s.hq, tl.bm, tl.bn, n_total, s.causal, off, defer, b, h, m0,
-                       n_max);
+      fah::tile_coords(t, num_m_blocks, hpg, num_bh, s.hq, tl.bm, tl.bn, n_total, s.causal, off, shift, defer, b, h,
+                       m0, n_max);
+      const int level = (m0 + shift) / tl.bm;
       if (t >= num_bh * (num_m_blocks - defer)) {  // 9. the deferred levels run last, from the longest
-        EXPECT(m0 < defer * tl.bm && m0 <= last_deferred_m0, "%s defer %d: tile %d m0=%d after m0=%d", tag, defer, t,
-               m0, last_deferred_m0);
-        last_deferred_m0 = m0;
+        EXPECT(level < defer && level <= last_deferred_level, "%s defer %d: tile %d level %d after level %d", tag,
+               defer, t, level, last_deferred_level);
+        last_deferred_level = level;
       } else {
-        EXPECT(m0 >= defer * tl.bm, "%s defer %d: grouped tile %d has a deferred level (m0=%d)", tag, defer, t, m0);
+        EXPECT(level >= defer, "%s defer %d: grouped tile %d has a deferred level (m0=%d)", tag, defer, t, m0);
       }
-      const bool in_range = b >= 0 && b < s.batch && h >= 0 && h < s.hq && m0 >= 0 && m0 < s.sq && m0 % tl.bm == 0;
+      // A tile holds at least one valid row; only the first may start before row 0.
+      const bool in_range = b >= 0 && b < s.batch && h >= 0 && h < s.hq && m0 + tl.bm > 0 && m0 < s.sq &&
+                            (m0 + shift) % tl.bm == 0 && (m0 >= 0 || level == 0);
       EXPECT(in_range, "%s tile %d -> b=%d h=%d m0=%d", tag, t, b, h, m0);
       if (!in_range) continue;
-      ++seen[((size_t)b * s.hq + h) * num_m_blocks + m0 / tl.bm];
+      ++seen[((size_t)b * s.hq + h) * num_m_blocks + level];
+      const int rows_begin = m0 > 0 ? m0 : 0;
       const int rows_end = m0 + tl.bm < s.sq ? m0 + tl.bm : s.sq;
       int want = 0;
-      for (int i = m0; i < rows_end; ++i) {
+      for (int i = rows_begin; i < rows_end; ++i) {
         const int nb = (visible(s, i) + tl.bn - 1) / tl.bn;
         want = nb > want ? nb : want;
       }
@@ -146,10 +154,10 @@ void check_shape(const Shape& s, int d, std::mt19937& rng) {
         const int n_mask = fah::first_masked_block(s.sk, m0 + off + 1, s.causal, tl.bn);
         EXPECT((n >= n_mask) == need_mask, "%s tile m0=%d block %d: n_mask %d disagrees with the two bounds", tag, m0,
                n, n_mask);
-        for (int i = m0; i < rows_end && !need_mask; ++i)
+        for (int i = rows_begin; i < rows_end && !need_mask; ++i)
           EXPECT(visible(s, i) >= n * tl.bn + tl.bn, "%s row %d block %d unmasked but not all visible", tag, i, n);
       }
-      for (int i = m0; i < rows_end; ++i) {
+      for (int i = rows_begin; i < rows_end; ++i) {
         const int lim = s.causal ? (s.sk < i + off + 1 ? s.sk : i + off + 1) : s.sk;
         EXPECT((lim < 0 ? 0 : lim) == visible(s, i), "%s row %d lim %d", tag, i, lim);
         EXPECT(visible(s, i) <= n_max * tl.bn, "%s row %d sees keys beyond the visited blocks", tag, i);
@@ -182,20 +190,21 @@ void check_pairs(const Shape& s, int d, int mc) {
   const int unit_m = mc == 1 ? (m_blocks + 1) / 2 : m_blocks;
   const int heads_s = mc == 2 ? s.hq / 2 : s.hq, num_bh = s.batch * heads_s;
   const int n_total = (s.sk + tl.bn - 1) / tl.bn, off = s.sk - s.sq, group = s.hq / s.hkv;
+  const int sh = fah::tile_shift(s.causal, mc, m_blocks, tl.bm, tl.bn, s.sq);
   for (int hpg : {1, 3, num_bh}) {
     std::vector<int> seen((size_t)s.batch * s.hq * m_blocks, 0);
     for (int u = 0; u < unit_m * num_bh; ++u) {
       int b[2], h[2], m0[2], n_max[2];
       for (int r = 0; r < 2; ++r)
-        fah::unit_coords(u, mc, r, unit_m, hpg, num_bh, heads_s, tl.bm, tl.bn, n_total, s.causal, off, 0, b[r], h[r],
-                         m0[r], n_max[r]);
+        fah::unit_coords(u, mc, r, unit_m, hpg, num_bh, heads_s, tl.bm, tl.bn, n_total, s.causal, off, sh, 0, b[r],
+                         h[r], m0[r], n_max[r]);
       EXPECT(b[0] == b[1] && h[0] / group == h[1] / group && n_max[0] == n_max[1], "%s unit %d: ranks differ", tag, u);
       for (int r = 0; r < 2; ++r) {
         const bool past = mc == 1 && r == 1 && m0[r] >= s.sq;  // the odd last block's partner
         EXPECT(past ? m0[0] + tl.bm >= s.sq : (b[r] >= 0 && b[r] < s.batch && h[r] >= 0 && h[r] < s.hq &&
-                                               m0[r] >= 0 && m0[r] < s.sq && m0[r] % tl.bm == 0),
+                                               m0[r] + tl.bm > 0 && m0[r] < s.sq && (m0[r] + sh) % tl.bm == 0),
                "%s unit %d rank %d -> b=%d h=%d m0=%d", tag, u, r, b[r], h[r], m0[r]);
-        if (!past) ++seen[((size_t)b[r] * s.hq + h[r]) * m_blocks + m0[r] / tl.bm];
+        if (!past) ++seen[((size_t)b[r] * s.hq + h[r]) * m_blocks + (m0[r] + sh) / tl.bm];
       }
     }
     for (size_t i = 0; i < seen.size(); ++i) EXPECT(seen[i] == 1, "%s hpg %d tile %zu covered %d times", tag, hpg, i, seen[i]);
