@@ -1,5 +1,6 @@
 """``/dev`` under Landlock: the nodes a runner needs, and nothing else a root runner could open (the GPU hosts
-evaluate as root). The probe is a real child process with Landlock alone."""
+evaluate as root), nor shared memory, where any user may leave a file for the candidate. The probe is a real child
+process with Landlock alone."""
 
 from __future__ import annotations
 
@@ -45,13 +46,13 @@ def _probe(mode: str, shm_name: str) -> dict[str, str]:
 
 
 @pytest.mark.skipif(landlock_abi() < 3, reason="needs Landlock ABI 3")
-def test_a_runner_opens_the_nodes_it_needs_and_not_the_kernel_log(tmp_path) -> None:
+def test_a_runner_opens_the_nodes_it_needs_and_not_the_kernel_log_or_shared_memory(tmp_path) -> None:
     shm = f"/dev/shm/quaere-test-{os.getpid()}"
     try:
         unconfined = _probe("none", shm)
-        if unconfined["kernel_log"] != "ok":
-            pytest.skip(f"/dev/kmsg cannot be opened here even unconfined: {unconfined}")
-        assert _probe("landlock", shm) == {"null": "ok", "urandom": "ok", "shared_memory": "ok",
+        if unconfined["kernel_log"] != "ok" or unconfined["shared_memory"] != "ok":
+            pytest.skip(f"/dev/kmsg or /dev/shm cannot be opened here even unconfined: {unconfined}")
+        assert _probe("landlock", shm) == {"null": "ok", "urandom": "ok", "shared_memory": os.strerror(13),
                                            "kernel_log": os.strerror(13)}
     finally:
         if os.path.exists(shm):
@@ -65,5 +66,5 @@ def test_dev_rules_name_only_the_listed_nodes_and_the_drivers(tmp_path) -> None:
         (tmp_path / name).mkdir()
     rules = dict(dev_entries(str(tmp_path)))
     assert sorted(os.path.relpath(path, tmp_path) for path in rules) == [
-        ".", "null", "nvidia-caps", "nvidia0", "nvidiactl", "shm", "urandom"]
+        ".", "null", "nvidia-caps", "nvidia0", "nvidiactl", "urandom"]
     assert rules[str(tmp_path)] == FS_READ_DIR and rules[str(tmp_path / "nvidiactl")] == DEV_FILE_RIGHTS

@@ -76,22 +76,21 @@ def proc_entries(proc: str = PROC, pid: int | None = None) -> list[tuple[str, in
 
 DEV = "/dev"
 DEV_FILES = ("null", "zero", "full", "random", "urandom")
-DEV_FOLDERS = ("shm",)  # shared memory (POSIX shm_open), a tmpfs
 DEV_DRIVER_PREFIX = "nvidia"  # the NVIDIA driver's nodes and folders: nvidiactl, nvidia0, nvidia-uvm, nvidia-caps, ...
 DEV_FILE_RIGHTS = FS_READ_FILE | FS_WRITE_FILE | FS_TRUNCATE
 
 
 def dev_entries(dev: str = DEV) -> list[tuple[str, int]]:
     """``/dev`` as rules on the nodes a runner or a build needs: the folder listed (names only), the plain data
-    sources and sinks, shared memory, the NVIDIA driver's nodes. The rest stays out: a process running as root (the
-    GPU hosts evaluate as root) could otherwise open whatever root may, a disk, the kernel log, ``/dev/cpu``,
-    ``kvm``, ``userfaultfd``."""
+    sources and sinks, the NVIDIA driver's nodes. The rest stays out: a process running as root (the GPU hosts
+    evaluate as root) could otherwise open whatever root may, a disk, the kernel log, ``/dev/cpu``, ``kvm``,
+    ``userfaultfd``. Shared memory (``/dev/shm``) stays out too: every user may write there, so a file the agent
+    left in it would be a store the candidate reads past the audit, and a GPU runner does not need it (H100,
+    2026-12-05: the evaluator's GPU tests and a full evaluation passed without it)."""
     rules = [(dev, FS_READ_DIR)]
     for name in sorted(os.listdir(dev)):
         path = os.path.join(dev, name)
-        if name in DEV_FOLDERS and os.path.isdir(path):
-            rules.append((path, FS_ALL_V1 | FS_REFER | FS_TRUNCATE))
-        elif name in DEV_FILES or name.startswith(DEV_DRIVER_PREFIX):
+        if name in DEV_FILES or name.startswith(DEV_DRIVER_PREFIX):
             rules.append((path, READ_RIGHTS | DEV_FILE_RIGHTS if os.path.isdir(path) else DEV_FILE_RIGHTS))
     return rules
 
