@@ -10,9 +10,11 @@ use to it and are carved out (:func:`quaere.evaluate.isolation.carve_all`):
 * every other Python's package folders (:func:`other_python_packages`): a system ``dist-packages`` or a conda
   environment under ``/opt`` holds the same wheels;
 * every library file of a banned family where libraries are kept (:func:`banned_library_files`): the CUDA toolkits'
-  cuBLAS, a system-wide cuDNN; and the toolkit's run-time compilers, whose device code is not the source's.
+  cuBLAS, a system-wide cuDNN; and the toolkit's run-time compilers, whose device code is not the source's;
+* every file and folder beneath the read roots that any user may write (:func:`writable_by_anyone`): ``/run/lock``
+  and the like, where the agent, whoever it runs as, can leave a library's bytes for the candidate to read.
 
-The judge computes the last two once per evaluation (:func:`runner_hidden`), not per runner.
+The judge computes the last three once per evaluation (:func:`runner_hidden`), not per runner.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from __future__ import annotations
 import glob
 import os
 import re
+import stat
 import subprocess
 import sysconfig
 from collections.abc import Callable, Iterable, Mapping
@@ -146,6 +149,47 @@ def banned_library_files(names: Callable[[str], bool], folders: Iterable[str], t
     return list(found)
 
 
+PSEUDO_ROOTS = ("/proc", "/sys", "/dev")
+"""Not walked by :func:`writable_by_anyone`: the kernel's own file systems, granted to a runner entry by entry."""
+
+
+def writable_by_anyone(roots: Iterable[str], skip: Iterable[str] = ()) -> list[str]:
+    """Real paths of the files and folders beneath ``roots`` (or a root itself) whose mode lets every user write
+    them, walked without following links, not into :data:`PSEUDO_ROOTS` nor into ``skip`` (real paths: folders
+    carved out already); a folder found is not entered (it goes whole). Such a place (``/run/lock``, sticky like
+    ``/tmp``) is where an agent of any user, the separate-user mode's included, can leave a blob for the candidate
+    to read past the audit."""
+    found: dict[str, None] = {}
+    skipped = (*PSEUDO_ROOTS, *skip)
+    todo = [real for real in dict.fromkeys(os.path.realpath(root) for root in roots)
+            if os.path.isdir(real) and not any(within(real, folder) for folder in skipped)]
+    for root in todo:
+        if _anyone_writes(root):
+            found[root] = None
+            continue
+        stack = [root]
+        while stack:
+            try:
+                entries = list(os.scandir(stack.pop()))
+            except OSError:
+                continue
+            for entry in entries:
+                if entry.is_symlink() or entry.path in skipped:
+                    continue
+                if _anyone_writes(entry.path):
+                    found[entry.path] = None
+                elif entry.is_dir(follow_symlinks=False) and entry.path not in todo:
+                    stack.append(entry.path)
+    return list(found)
+
+
+def _anyone_writes(path: str) -> bool:
+    try:
+        return bool(os.lstat(path).st_mode & stat.S_IWOTH)
+    except OSError:
+        return False
+
+
 def prefix_packages(prefixes: Iterable[str]) -> list[str]:
     """The package folders (patterns) of Python installs rooted at ``prefixes``: a venv's base interpreter is one of
     the runner's read roots (``sys.base_prefix``), and its ``site-packages`` is not on the venv's import path."""
@@ -154,18 +198,24 @@ def prefix_packages(prefixes: Iterable[str]) -> list[str]:
 
 
 def runner_hidden(banned: tuple[str, ...], env: Mapping[str, str], import_path: Iterable[str],
-                  prefixes: Iterable[str] = ()) -> tuple[str, ...]:
+                  prefixes: Iterable[str] = (), roots: Iterable[str] = ()) -> tuple[str, ...]:
     """What every runner of one evaluation has carved out besides the import path's packages: other Pythons'
     package folders (the system's, conda's, and those of the Python installs at ``prefixes``: the interpreter's
-    ``sys.prefix``, ``sys.base_prefix``...), and where a task bans a library, the library files of its ``banned``
-    families and of the run-time compilers (:data:`RUNTIME_COMPILERS`) wherever libraries are kept (the loader's
-    folders, ``LD_LIBRARY_PATH``, the CUDA toolkits and ``CUDA_HOME``)."""
+    ``sys.prefix``, ``sys.base_prefix``...); what any user may write beneath ``roots`` (the system read roots),
+    ``prefixes``, the import path and ``LD_LIBRARY_PATH`` (:func:`writable_by_anyone`); and where a task bans a
+    library, the library files of its ``banned`` families and of the run-time compilers
+    (:data:`RUNTIME_COMPILERS`) wherever libraries are kept (the loader's folders, ``LD_LIBRARY_PATH``, the CUDA
+    toolkits and ``CUDA_HOME``)."""
     own = str(Path(quaere.__file__).resolve().parent)
+    import_path = list(import_path)
+    library_paths = [path for path in env.get("LD_LIBRARY_PATH", "").split(":") if path]
     packages = other_python_packages([*PACKAGE_FOLDERS, *prefix_packages(prefixes)], [own, *import_path])
+    # Not walked: the package folders the runner has carved out whole anyway (runners read no package but quaere).
+    carved = [*packages, *foreign_packages(import_path, [Path(own)])]
+    packages += writable_by_anyone([*roots, *prefixes, *import_path, *library_paths], carved)
     shunned = families(banned)
     if not shunned:
-        return tuple(packages)
-    library_paths = [path for path in env.get("LD_LIBRARY_PATH", "").split(":") if path]
+        return tuple(dict.fromkeys(packages))
     folders = [*LIBRARY_FOLDERS, *loader_folders(_ldconfig_listing()), *library_paths]
     trees = [*TOOLKIT_TREES, *([env["CUDA_HOME"]] if env.get("CUDA_HOME") else [])]
 

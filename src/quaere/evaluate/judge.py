@@ -23,6 +23,7 @@ from pydantic import BaseModel
 from quaere.evaluate.arrays import ops_for
 from quaere.evaluate.correctness import Rule
 from quaere.evaluate.foreign_files import runner_hidden
+from quaere.evaluate.isolation import SYSTEM_READ_ROOTS
 from quaere.evaluate.judge_check import check_scenario
 from quaere.evaluate.judge_protocol import (
     REQUEST,
@@ -50,7 +51,8 @@ def _init(request: InitRequest) -> tuple[JudgeState, InitReply]:
         log_dir=Path(runner.log_dir), base_env=dict(runner.base_env), guard_env=dict(runner.guard_env),
         start_timeout_s=runner.start_timeout_s, sandbox=runner.sandbox, threads=runner.threads,
         unreadable=runner.unreadable, hidden=runner_hidden(request.banned, runner.base_env, sys.path,
-                                                        (sys.prefix, sys.base_prefix, sys.exec_prefix)),
+                                                        (sys.prefix, sys.base_prefix, sys.exec_prefix),
+                                                        SYSTEM_READ_ROOTS),
     )
     state = JudgeState(task=task, ops=ops_for(task.spec.device), pool=BufferPool(allocator_for(task.spec.device)),
                        runners=Runners(settings), banned=request.banned)
