@@ -211,8 +211,13 @@ def runner_hidden(banned: tuple[str, ...], env: Mapping[str, str], import_path: 
     library_paths = [path for path in env.get("LD_LIBRARY_PATH", "").split(":") if path]
     packages = other_python_packages([*PACKAGE_FOLDERS, *prefix_packages(prefixes)], [own, *import_path])
     # Not walked: the package folders the runner has carved out whole anyway (runners read no package but quaere).
+    # Not carved: a folder on the way to what the runner itself needs (its Python, quaere, the libraries' folders);
+    # a host that lets anyone write there has lost that boundary before any candidate runs.
     carved = [*packages, *foreign_packages(import_path, [Path(own)])]
-    packages += writable_by_anyone([*roots, *prefixes, *import_path, *library_paths], carved)
+    needed = [os.path.realpath(path) for path in (own, *prefixes, *import_path, *library_paths, env.get("CUDA_HOME"))
+              if path]
+    packages += [path for path in writable_by_anyone([*roots, *prefixes, *import_path, *library_paths], carved)
+                 if not any(within(need, path) for need in needed)]
     shunned = families(banned)
     if not shunned:
         return tuple(dict.fromkeys(packages))
