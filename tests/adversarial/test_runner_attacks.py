@@ -135,24 +135,9 @@ def test_a_folder_named_unreadable_cannot_be_read_even_beneath_a_read_root(task:
 
 
 @needs_landlock
-def test_a_file_where_anyone_may_write_cannot_be_read_beneath_a_read_root(task: Task, cache: Path, two: Path,
-                                                                          tmp_path: Path, monkeypatch) -> None:
-    # /run/lock (a read root's folder, sticky and world-writable like /tmp) holds what any agent left there.
-    lib = tmp_path / "lib"
-    for folder in ("lock", "plain"):
-        (lib / folder).mkdir(parents=True)
-        (lib / folder / "blob").write_text("cubin")
-    (lib / "lock").chmod(0o1777)
-    monkeypatch.setenv("LD_LIBRARY_PATH", str(lib))  # each of its folders is a read root
-    beside = run_evaluation(task, write_candidate(tmp_path, "read_secret", lib / "plain" / "blob"), quick(cache, two))
-    assert {v.detail for v in beside.correctness} == {"entry point returned 78"}  # the premise: it is a read root
-    shared = run_evaluation(task, write_candidate(tmp_path, "read_secret", lib / "lock" / "blob"), quick(cache, two))
-    assert shared.correct, [v.detail for v in shared.correctness]
-
-
-@needs_landlock
 def test_a_file_left_in_the_systems_run_lock_cannot_be_read(task: Task, cache: Path, two: Path, tmp_path: Path) -> None:
-    """The same through the judge's own system read roots (``/run`` is one), where this machine has ``/run/lock``."""
+    """``/run/lock`` (sticky and world-writable like ``/tmp``, beneath the system read root ``/run``) holds what any
+    agent left there; this machine has one, and a candidate read a file left there until 2026-12-05."""
     lock = Path("/run/lock")
     if not lock.is_dir() or not lock.stat().st_mode & 0o002:
         pytest.skip("no world-writable /run/lock here")

@@ -201,8 +201,8 @@ def runner_hidden(banned: tuple[str, ...], env: Mapping[str, str], import_path: 
                   prefixes: Iterable[str] = (), roots: Iterable[str] = ()) -> tuple[str, ...]:
     """What every runner of one evaluation has carved out besides the import path's packages: other Pythons'
     package folders (the system's, conda's, and those of the Python installs at ``prefixes``: the interpreter's
-    ``sys.prefix``, ``sys.base_prefix``...); what any user may write beneath ``roots`` (the system read roots),
-    ``prefixes``, the import path and ``LD_LIBRARY_PATH`` (:func:`writable_by_anyone`); and where a task bans a
+    ``sys.prefix``, ``sys.base_prefix``...); what any user may write beneath ``roots`` (the system read roots) but
+    in what the runner needs (:func:`writable_by_anyone`); and where a task bans a
     library, the library files of its ``banned`` families and of the run-time compilers
     (:data:`RUNTIME_COMPILERS`) wherever libraries are kept (the loader's folders, ``LD_LIBRARY_PATH``, the CUDA
     toolkits and ``CUDA_HOME``)."""
@@ -210,13 +210,14 @@ def runner_hidden(banned: tuple[str, ...], env: Mapping[str, str], import_path: 
     import_path = list(import_path)
     library_paths = [path for path in env.get("LD_LIBRARY_PATH", "").split(":") if path]
     packages = other_python_packages([*PACKAGE_FOLDERS, *prefix_packages(prefixes)], [own, *import_path])
-    # Not walked: the package folders the runner has carved out whole anyway (runners read no package but quaere).
-    # Not carved: a folder on the way to what the runner itself needs (its Python, quaere, the libraries' folders);
-    # a host that lets anyone write there has lost that boundary before any candidate runs.
-    carved = [*packages, *foreign_packages(import_path, [Path(own)])]
+    # Neither walked nor carved: the package folders the runner has carved out whole anyway, and what the runner
+    # itself needs (its Python, quaere, the import path, the libraries' folders) with the folders on the way to it.
+    # Where anyone may write there, anyone may also write the code the judge runs: that host has lost the boundary
+    # before any candidate runs, and carving would only stop every runner.
     needed = [os.path.realpath(path) for path in (own, *prefixes, *import_path, *library_paths, env.get("CUDA_HOME"))
               if path]
-    packages += [path for path in writable_by_anyone([*roots, *prefixes, *import_path, *library_paths], carved)
+    carved = [*packages, *foreign_packages(import_path, [Path(own)])]
+    packages += [path for path in writable_by_anyone(roots, [*carved, *needed])
                  if not any(within(need, path) for need in needed)]
     shunned = families(banned)
     if not shunned:
