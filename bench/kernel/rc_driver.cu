@@ -65,9 +65,9 @@ int main(int argc, char** argv) {
     bad |= run(1, 300, 100, 2, 1, d, 1);   // causal Sq > Sk: key-less query tiles
     if (d == 64) bad |= run(1, 2200, 2264, 1, 1, d, 1);  // causal past 2048 rows: the 3-warpgroup kernel
     bad |= run(1, 330, 200, 2, 1, d, 0);   // non-causal, an odd count of query blocks (multicast pairs, FAH_MC)
-    if (d == 128) bad |= run(1, 300, 1600, 4, 2, d, 1);  // causal GQA 2:1 past the ping-pong kernel's keys
+    if (d == 128) bad |= run(1, 300, 1600, 4, 2, d, 1);  // causal GQA 2:1 past the ping-pong kernel's keys: 3 warpgroups
     if (d == 128) bad |= run(1, 1400, 300, 2, 1, d, 0);  // non-causal from 1280 queries: 3 warpgroups, a partial tile
-    if (d == 128) bad |= run(1, 200, 6200, 2, 2, d, 1);  // causal from 6144 keys: 3 warpgroups, 64-wide K/V tiles
+    if (d == 128) bad |= run(1, 200, 6200, 2, 2, d, 1);  // causal, 3 warpgroups: two warpgroups before row 0 (FAH_SHIFT)
   }
   std::printf("rc_driver: %s\n", bad ? "FAILED" : "ok");
   return bad;

@@ -41,7 +41,7 @@ BIG_CHECKS = [(1, 16384, 16384, 1, 1, 128, 1), (1, 4096, 16384, 2, 1, 64, 0), (1
               (1, 6200, 6200, 2, 2, 64, 1), (1, 4500, 4600, 2, 2, 128, 1),
               # from 16 query blocks (stage 15's FAH_DEFER_M 16 variants): half the levels deferred (few heads)
               (2, 2040, 2040, 3, 3, 128, 1), (1, 3100, 3100, 4, 4, 64, 1),
-              # causal D=128 from 6144 keys (3 warpgroups, 64-wide K/V tiles): two batches, a partial 192-row tile
+              # causal D=128 past 1536 keys (3 warpgroups, 64-wide K/V tiles): two batches, a partial 192-row tile
               (2, 6200, 6200, 2, 2, 128, 1)]
 # (batch, seqlen_q, seqlen_k, heads_q, heads_kv, head_dim, causal, scale or None): the evaluator's
 # failures of kernel 8da1bce (two hangs, 16 rows never written), all causal Sq > Sk, where whole
