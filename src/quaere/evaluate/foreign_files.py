@@ -160,9 +160,10 @@ def writable_by_anyone(roots: Iterable[str], skip: Iterable[str] = ()) -> list[s
     ``/tmp``) is where an agent of any user, the separate-user mode's included, can leave a blob for the candidate
     to read past the audit."""
     found: dict[str, None] = {}
-    skipped = (*PSEUDO_ROOTS, *skip)
+    skipped = frozenset((*PSEUDO_ROOTS, *skip))  # looked up once per entry walked: a set, not a scan of hundreds
     todo = [real for real in dict.fromkeys(os.path.realpath(root) for root in roots)
             if os.path.isdir(real) and not any(within(real, folder) for folder in skipped)]
+    roots_left = frozenset(todo)
     for root in todo:
         if _anyone_writes(root):
             found[root] = None
@@ -178,7 +179,7 @@ def writable_by_anyone(roots: Iterable[str], skip: Iterable[str] = ()) -> list[s
                     continue
                 if _anyone_writes(entry.path):
                     found[entry.path] = None
-                elif entry.is_dir(follow_symlinks=False) and entry.path not in todo:
+                elif entry.is_dir(follow_symlinks=False) and entry.path not in roots_left:
                     stack.append(entry.path)
     return list(found)
 
