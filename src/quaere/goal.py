@@ -15,8 +15,9 @@ MET needs, on the pooled runs and again on a confirming evaluation that quaere i
 * nothing ran faster than the roofline floor, and every baseline was timed.
 
 When everything holds but no confirmation has, the state is ``UNCONFIRMED``: the caller (the Stop hook,
-``quaere goal --confirm``, ``quaere run``) starts one. Never an average across scenarios, never a model's
-opinion. Text rendering is in :mod:`quaere.goal_render`.
+``quaere goal --confirm``, ``quaere run``) starts one. Only the first ``MAX_CONFIRMATIONS`` confirmations
+of a version count (in store order); when none of them held the version is UNMET, whatever comes after.
+Never an average across scenarios, never a model's opinion. Text rendering is in :mod:`quaere.goal_render`.
 """
 from __future__ import annotations
 
@@ -79,7 +80,25 @@ def _empty_status(entries: Sequence[EvaluationEntry], candidate_hash: str) -> Go
     )
 
 
+def _confirmations(
+    spec: TaskSpec, counted: Sequence[EvaluationEntry], expected: Expected
+) -> tuple[list[Verdicts], tuple[str, ...]]:
+    """Each counted confirmation judged alone: only the first ``MAX_CONFIRMATIONS`` in store order, so that no
+    number of later ones can turn the cap's UNMET into MET; the ignored ones are named in a problem line."""
+    confirming = [e for e in counted if e.started_by is Starter.CONFIRMATION]
+    judged = [judge_runs(spec, [e.evaluation], expected) for e in confirming[:MAX_CONFIRMATIONS]]
+    extra = confirming[MAX_CONFIRMATIONS:]
+    if not extra:
+        return judged, ()
+    lines = ", ".join(str(e.sequence) for e in extra)
+    return judged, (
+        f"{len(extra)} confirming evaluation(s) beyond the first {MAX_CONFIRMATIONS} ignored (store lines "
+        f"{lines}): only the first {MAX_CONFIRMATIONS} of a version count",
+    )
+
+
 def _state(pooled: Verdicts, confirmations: Sequence[Verdicts]) -> tuple[GoalState, tuple[str, ...]]:
+    """The state from the pooled runs and the counted confirmations (at most ``MAX_CONFIRMATIONS``)."""
     if not pooled.holds:
         return GoalState.UNMET, ()
     if any(c.holds for c in confirmations):
@@ -110,10 +129,9 @@ def check_goal(
         return _empty_status(entries, candidate_hash)
     runs = [e.evaluation for e in counted]
     pooled = judge_runs(spec, runs, expected)
-    confirming = [e.evaluation for e in counted if e.started_by is Starter.CONFIRMATION]
-    confirmations = [judge_runs(spec, [run], expected) for run in confirming]
+    confirmations, ignored = _confirmations(spec, counted, expected)
     state, more = _state(pooled, confirmations)
-    problems = (*pooled.problems, *more, *(f"store: {p}" for p in store_problems))
+    problems = (*pooled.problems, *ignored, *more, *(f"store: {p}" for p in store_problems))
     if store_problems and state in (GoalState.MET, GoalState.UNCONFIRMED):
         state = GoalState.UNMET
     latest_full = counted[-1].evaluation.created_at
@@ -125,7 +143,7 @@ def check_goal(
         evaluated_hash=candidate_hash,
         evaluated_at=latest_full,
         full_runs=len(runs),
-        confirmations=len(confirming),
+        confirmations=len(confirmations),
         problems=problems,
         failing_scenarios=pooled.failing_scenarios,
         failing_benchmarks=pooled.failing_benchmarks,

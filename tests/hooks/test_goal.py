@@ -158,6 +158,20 @@ def test_a_confirmation_that_falls_short_is_shown_and_the_cap_ends_it():
     assert capped.state is GoalState.UNMET and "not reproducible" in capped.problems[-1]
 
 
+def test_confirmations_beyond_the_cap_are_ignored_and_cannot_flip_unmet_to_met():
+    # three confirmations fell short (not reproducible); a fourth one that holds, however it got into the store,
+    # is ignored and named: the version stays UNMET
+    mine = [entry(evaluation("h1", benchmarks=FAST, created_at=i), sequence=i) for i in range(1, 6)]
+    slow = [confirmed(evaluation("h1", benchmarks=[bench("b1", 1.0, 2.0), bench("b2", 1.0, 1.55, 0.02)],
+                                 created_at=10 + i), sequence=6 + i) for i in range(MAX_CONFIRMATIONS)]
+    lucky = [confirmed(evaluation("h1", benchmarks=FAST, created_at=20 + i), sequence=20 + i) for i in range(5)]
+    status = judge(*mine, *slow, *lucky)
+    assert status.state is GoalState.UNMET and status.confirmations == MAX_CONFIRMATIONS, render_goal(status)
+    assert any("5 confirming evaluation(s) beyond the first 3 ignored (store lines 20, 21" in p
+               for p in status.problems), status.problems
+    assert "not reproducible" in status.problems[-1]
+
+
 def test_tampered_store_lines_withhold_met():
     status = judge(entry(evaluation("h1", benchmarks=FAST)), confirmed(evaluation("h1", benchmarks=FAST), sequence=2),
                    store_problems=["tampered (bad_signature): x.jsonl:3"])
