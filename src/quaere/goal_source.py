@@ -1,5 +1,5 @@
-"""The goal as the hooks, ``quaere goal`` and ``quaere run`` ask it: read the verified store, judge, and
-start the confirming evaluation when everything else holds.
+"""The goal as the hooks, ``quaere goal``, ``quaere run`` and the evaluator service ask it: read the verified
+store, judge, and start the confirming evaluation when everything else holds.
 
 Kept apart from :mod:`quaere.goal` (pure judgement) so the judgement is tested on records alone and this
 wiring with a fake store reader and a fake confirmer.
@@ -12,7 +12,9 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from quaere.goal import Expected, GoalState, GoalStatus, check_goal
-from quaere.store.store import StoreRead
+from quaere.store.records import Registration
+from quaere.store.store import Store, StoreRead
+from quaere.task.loader import Task
 from quaere.task.spec import TaskSpec
 
 
@@ -52,3 +54,21 @@ class StoreGoal:
             self.confirmer.confirm(candidate_hash)
             status, problems = self._judge(candidate_hash)
         return status, problems
+
+
+def scenario_ids(task: Task) -> Expected:
+    """The task's correctness and benchmark ids; None where the module cannot list them here."""
+    lists: list[tuple[str, ...] | None] = []
+    for name in ("correctness_scenarios", "benchmark_scenarios"):
+        try:
+            lists.append(tuple(s.id for s in getattr(task.module, name)()))
+        except Exception:  # a task module that needs a GPU to list: judge on what the evaluation holds
+            lists.append(None)
+    return Expected(correctness=lists[0], benchmarks=lists[1])
+
+
+def store_goal(store: Store, registration: Registration, task: Task, confirmer: Confirmer | None = None) -> StoreGoal:
+    """The goal of ``registration``'s workspace on ``store``, as ``quaere goal``, the hooks and the evaluator
+    service judge it: ``task`` is the pinned task's store copy."""
+    return StoreGoal(task.spec, lambda: store.read(registration.workspace_id), registration.task.sha256,
+                     scenario_ids(task), confirmer)

@@ -11,27 +11,14 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from quaere.goal import Expected
-from quaere.goal_source import Confirmer, StoreGoal
+from quaere.goal_source import Confirmer, store_goal
 from quaere.hooks.dialect import HookDialect
 from quaere.hooks.handlers import HookDeps
 from quaere.hooks.state import StateFile
 from quaere.records import Evaluation
 from quaere.store.pinning import check_workspace, pinned_task
 from quaere.store.store import Store, StoreError, StoreRead
-from quaere.task.loader import Task
 from quaere.workspace import Workspace
-
-
-def scenario_ids(task: Task) -> Expected:
-    """The task's correctness and benchmark ids; None where the module cannot list them here."""
-    lists: list[tuple[str, ...] | None] = []
-    for name in ("correctness_scenarios", "benchmark_scenarios"):
-        try:
-            lists.append(tuple(s.id for s in getattr(task.module, name)()))
-        except Exception:  # a task module that needs a GPU to list: judge on what the evaluation holds
-            lists.append(None)
-    return Expected(correctness=lists[0], benchmarks=lists[1])
 
 
 def hook_state_file(store: Store, workspace: Workspace) -> StateFile:
@@ -73,7 +60,7 @@ def build_deps(
         found = read()
         return found.evaluations, [p.render() for p in found.problems]
 
-    goal = StoreGoal(task.spec, read, registration.task.sha256, scenario_ids(task), confirmer)
+    goal = store_goal(store, registration, task, confirmer)
     values: dict[str, Any] = dict(
         workspace=workspace,
         spec=task.spec,
