@@ -38,7 +38,9 @@ class Evaluate(_Message):
     seed: int | None = Field(default=None, ge=0)
     benchmark: bool = True
     no_device: bool = False
-    started_by: Starter = Starter.CALLER
+    started_by: Starter = Field(default=Starter.CALLER, description=(
+        "An ask, never a label: 'confirmation' asks for the goal's confirming evaluation, which the service runs "
+        "(and records as one) only when its own store says one is due for these bytes; otherwise it refuses."))
 
     @property
     def source(self) -> bytes:

@@ -25,6 +25,8 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from quaere.evaluate.options import EvalOptions
+from quaere.goal import MAX_CONFIRMATIONS, GoalState
+from quaere.goal_source import store_goal
 from quaere.recording import Evaluate, record_evaluation
 from quaere.records import Record
 from quaere.runner.sandbox import make_undumpable
@@ -32,7 +34,9 @@ from quaere.serve.protocol import MAX_REQUEST_BYTES, REPLY, REQUEST, Ping, Pong,
 from quaere.serve.protocol import Evaluate as EvaluateRequest
 from quaere.signing import BadSignature, read_signed, write_signed
 from quaere.store.pinning import pinned_task
+from quaere.store.records import Registration, Starter
 from quaere.store.store import Store, StoreError
+from quaere.task.loader import Task
 from quaere.task.spec import TaskError
 
 SERVICE_FILE = "service.json"
@@ -57,6 +61,30 @@ def read_service_info(store: Store) -> ServiceInfo | None:
         return None
     except (BadSignature, ValidationError) as exc:
         raise StoreError(f"{path}: {exc}") from None
+
+
+def confirmation_refusal(
+    store: Store, registration: Registration, task: Task, request: EvaluateRequest, candidate_hash: str
+) -> str | None:
+    """Why the service does not run ``request`` (which asks for the goal's confirmation) as one; None when it is due.
+
+    The client's ``started_by`` is an ask, never a label: any local user may write it. A confirmation is a full
+    run (no ``scenarios``, no ``seed``, ``benchmark`` on, ``no_device`` off), and is due only when the goal of
+    ``candidate_hash`` (the sha256 of the source bytes: its content hash), judged on this store as ``quaere goal``
+    judges it, is UNCONFIRMED: the pooled full runs hold and fewer than ``MAX_CONFIRMATIONS`` confirmations ran.
+    """
+    given = {"scenarios": request.scenarios is not None, "seed": request.seed is not None,
+             "benchmark": not request.benchmark, "no_device": request.no_device}
+    departs = [name for name, set_ in given.items() if set_]
+    if departs:
+        return (f"field 'started_by': a confirmation is a full run, and this request sets {', '.join(departs)}; "
+                "nothing was evaluated")
+    status, _ = store_goal(store, registration, task).status(candidate_hash)
+    if status.state is GoalState.UNCONFIRMED:
+        return None
+    return (f"field 'started_by': no confirmation is due for candidate {candidate_hash[:12]}: its goal on the "
+            f"service's store is {status.state.value}, and the service runs a confirmation only when the pooled "
+            f"full runs hold and fewer than {MAX_CONFIRMATIONS} confirmations ran; nothing was evaluated")
 
 
 class EvaluatorService:
@@ -92,7 +120,12 @@ class EvaluatorService:
         registration = self.store.registration(request.workspace_id)
         task = pinned_task(self.store, registration)
         data = request.source
-        folder = self.store.root / "candidates" / hashlib.sha256(data).hexdigest()
+        digest = hashlib.sha256(data).hexdigest()
+        if request.started_by is Starter.CONFIRMATION:  # an ask: judged here, under the lock, on the store
+            why = confirmation_refusal(self.store, registration, task, request, digest)
+            if why is not None:
+                return Refused(reason=why)
+        folder = self.store.root / "candidates" / digest
         folder.mkdir(parents=True, exist_ok=True, mode=0o755)
         source = folder / request.source_name
         if not source.exists():
@@ -105,7 +138,7 @@ class EvaluatorService:
                               no_device=request.no_device, cache_dir=self.store.cache_dir)
         try:
             entry = record_evaluation(self.store, registration, task, source, options, request.started_by,
-                                      self.evaluate)
+                                      self.evaluate)  # CONFIRMATION only when due: checked above
         finally:
             if scenarios_file is not None:
                 scenarios_file.unlink(missing_ok=True)
