@@ -67,6 +67,8 @@ def test_sandbox_is_in_force_and_recorded(task: Task, cache: Path, two: Path) ->
     assert evaluation.correct
     assert evaluation.isolation.separate_process and evaluation.isolation.seccomp
     assert not evaluation.isolation.threads_allowed
+    assert evaluation.isolation.capabilities_dropped, evaluation.isolation.notes
+    assert "capabilities dropped" in evaluation.isolation.summary
 
 
 def test_candidate_threads_are_a_sandbox_violation(task: Task, cache: Path, two: Path, tmp_path: Path) -> None:
