@@ -19,9 +19,12 @@ process, the driver's included.
   runner's maps). Such a call kills the whole process with SIGSYS: the judge names it ``sandbox_violation``.
   Refused with EPERM instead, since a library may try them: a scheduling class or real-time priority, a negative
   nice, any change to another process's priority, cores, limits or memory placement, typing into a terminal
-  (``TIOCSTI``), and what only a privileged process may do to the machine (device nodes, kernel modules, clocks,
-  mounts, keyrings: :data:`PRIVILEGED`). ``clone3`` answers ENOSYS, so glibc falls back to ``clone``, whose flags
-  the filter can read.
+  (``TIOCSTI``), what only a privileged process may do to the machine (device nodes, kernel modules, clocks,
+  mounts, keyrings: :data:`PRIVILEGED`), System V IPC and POSIX message queues (channels to a helper process
+  outside the sandbox: :data:`IPC`), a file's mode, owner, times, extended attributes and inode flags (which
+  Landlock does not rule: :data:`METADATA`), and every socket but a routing netlink one (the runner's only channel
+  is the judge's socket pair). ``clone3`` answers ENOSYS, so glibc falls back to ``clone``, whose flags the filter
+  can read.
 * **Landlock**: reads only under the listed roots (system and Python folders, the built kernel; of ``/proc`` only
   its own folder and what is no process's), writes only under the scratch folder and, of ``/dev``, the nodes
   :func:`quaere.runner.landlock.dev_entries` names; no TCP; with
@@ -64,7 +67,6 @@ RET_ERRNO = 0x00050000
 LD_W_ABS = 0x20
 JEQ_K = 0x15
 JSET_K = 0x45
-AND_K = 0x54
 RET_K = 0x06
 
 AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
@@ -92,7 +94,16 @@ NR: dict[str, tuple[int | None, int | None]] = {
     "adjtimex": (159, 171), "clock_adjtime": (305, 266), "sethostname": (170, 161), "setdomainname": (171, 162),
     "syslog": (103, 116), "quotactl": (179, 60), "open_by_handle_at": (304, 265), "fanotify_init": (300, 262),
     "add_key": (248, 217), "request_key": (249, 218), "keyctl": (250, 219), "vhangup": (153, 58),
-    "socket": (41, 198), "seccomp": (317, 277),
+    "socket": (41, 198), "seccomp": (317, 277), "open_tree_attr": (467, 467),
+    "shmget": (29, 194), "shmat": (30, 196), "shmdt": (67, 197), "shmctl": (31, 195), "semget": (64, 190),
+    "semop": (65, 193), "semtimedop": (220, 192), "semctl": (66, 191), "msgget": (68, 186), "msgsnd": (69, 189),
+    "msgrcv": (70, 188), "msgctl": (71, 187), "mq_open": (240, 180), "mq_unlink": (241, 181),
+    "mq_timedsend": (242, 182), "mq_timedreceive": (243, 183), "mq_notify": (244, 184), "mq_getsetattr": (245, 185),
+    "chmod": (90, None), "fchmod": (91, 52), "fchmodat": (268, 53), "fchmodat2": (452, 452), "chown": (92, None),
+    "fchown": (93, 55), "lchown": (94, None), "fchownat": (260, 54), "utime": (132, None), "utimes": (235, None),
+    "futimesat": (261, None), "utimensat": (280, 88), "setxattr": (188, 5), "lsetxattr": (189, 6),
+    "fsetxattr": (190, 7), "removexattr": (197, 14), "lremovexattr": (198, 15), "fremovexattr": (199, 16),
+    "setxattrat": (463, 463), "removexattrat": (466, 466), "file_setattr": (469, 469),
 }
 ARCHES = ("x86_64", "aarch64")
 # Always forbidden (the process dies): process creation, exec, tracing, cross-process memory, io_uring, timers and
@@ -117,7 +128,24 @@ PRIVILEGED = ("mknod", "mknodat", "init_module", "finit_module", "delete_module"
               "reboot", "iopl", "ioperm", "swapon", "swapoff", "pivot_root", "umount2", "open_tree", "move_mount",
               "fsopen", "fsconfig", "fsmount", "fspick", "mount_setattr", "acct", "settimeofday", "clock_settime",
               "adjtimex", "clock_adjtime", "sethostname", "setdomainname", "syslog", "quotactl", "open_by_handle_at",
-              "fanotify_init", "add_key", "request_key", "keyctl", "vhangup")
+              "fanotify_init", "add_key", "request_key", "keyctl", "vhangup", "open_tree_attr")
+# System V IPC and POSIX message queues, always EPERM: channels to a process outside the sandbox that Landlock does
+# not mediate. A helper the agent started before the evaluation (a SysV segment of mode 0666 works in separate-user
+# mode too) took half of each call's rows through SysV shared memory and semaphores, the work then done on another
+# core and out of the runner's accounted CPU time: measured at 1.3-1.9x on every configuration of cpu_softmax, audit
+# clean (development machine, as root, 2026-12-05). Such a helper may also link a library the audit bans. The
+# runner's only channel is the judge's socket pair; shared memory it needs comes from the judge as a memfd.
+IPC = ("shmget", "shmat", "shmdt", "shmctl", "semget", "semop", "semtimedop", "semctl", "msgget", "msgsnd",
+       "msgrcv", "msgctl", "mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_notify", "mq_getsetattr")
+# A file's metadata, always EPERM: Landlock rules contents and names, not modes, owners, times or extended
+# attributes. The runner is the owner of what the judge's user owns (root on the GPU hosts; the keys' owner in
+# separate-user mode), and an owner changes a mode without any capability: a candidate made the store's private key
+# world-readable, and set the set-user-id bit on a root-owned program (development machine, as root, 2026-12-05).
+# aarch64 has only the *at forms (and fchmod, fchown). The inode-flag ioctls (chattr +i and the like) are refused
+# below with the other ioctls.
+METADATA = ("chmod", "fchmod", "fchmodat", "fchmodat2", "chown", "fchown", "lchown", "fchownat", "utime", "utimes",
+            "futimesat", "utimensat", "setxattr", "lsetxattr", "fsetxattr", "removexattr", "lremovexattr",
+            "fremovexattr", "setxattrat", "removexattrat", "file_setattr")
 # Calls that change where or within which limits the process named by their first argument (0: the caller) runs:
 # EPERM on another process (a core of its own, a lower limit: the same reasons).
 PLACEMENT = ("sched_setaffinity", "prlimit64", "migrate_pages", "move_pages")
@@ -132,11 +160,18 @@ TERMINAL_INPUT = (0x5412, 0x541C)
 # USERFAULTFD_IOC_NEW on /dev/userfaultfd (root's by default; a descriptor opened before Landlock): the userfaultfd the
 # filter forbids as a system call, by another door (a root runner got one under the whole sandbox, 2026-12-03).
 USERFAULTFD_IOC_NEW = 0xAA00
-REFUSED_IOCTLS = (*TERMINAL_INPUT, USERFAULTFD_IOC_NEW)
-# Sockets only root may open, EPERM (as for any other user): a packet socket (every frame on the machine's
-# interfaces, loopback included) and a raw IP one (forged packets). Landlock rules TCP only. A raw netlink socket,
-# which any user may open (glibc asks the kernel for the interfaces' addresses that way), stays.
-AF_INET, AF_INET6, AF_PACKET, SOCK_RAW, SOCK_TYPE_MASK = 2, 10, 17, 3, 0xF
+# A file's inode flags and extended attributes by ioctl (FS_IOC_SETFLAGS, its 32-bit form, FS_IOC_FSSETXATTR):
+# METADATA's class by another door (immutable, append-only, no-dump...).
+INODE_FLAGS = (0x40086602, 0x40046602, 0x401C5820)
+REFUSED_IOCTLS = (*TERMINAL_INPUT, USERFAULTFD_IOC_NEW, *INODE_FLAGS)
+# socket(): only a netlink socket of the routing family, the one glibc's getifaddrs opens to read the interfaces'
+# addresses (with no capability left, see drop_capabilities, it can only read). Every other family is EPERM: the
+# runner's only channel is the socket pair the judge hands it, and a socket of its own would reach a process outside
+# the sandbox (UDP to a local port, a Unix socket file, whose connect Landlock does not mediate, an abstract Unix
+# name) or the machine's network (packet and raw sockets: every frame on the machine, forged packets). Another
+# netlink protocol is refused too (NETLINK_USERSOCK is a channel between user processes). socketpair stays: a pair
+# within the process.
+AF_NETLINK, NETLINK_ROUTE = 16, 0
 EPERM = 1
 
 
@@ -281,12 +316,13 @@ def seccomp_program(arch: str, pid: int, threads: bool) -> bytes:
 
 
 def _refusals(arch: str, nr: dict[str, int], pid: int) -> list[bytes]:
-    """The EPERM rules: scheduling classes, privileged calls, other processes' placement and priority, typing into a
-    terminal, a userfaultfd through its device, packet and raw sockets. Each
-    block starts on the syscall number in the accumulator and returns, so the next block sees it too."""
+    """The EPERM rules: scheduling classes, privileged calls, System V and POSIX IPC, a file's metadata, other
+    processes' placement and priority, sockets other than routing netlink, typing into a terminal, a userfaultfd
+    through its device, inode flags. Each block starts on the syscall number in the accumulator and returns, so the
+    next block sees it too."""
     allow, deny = _stmt(RET_K, RET_ALLOW), _stmt(RET_K, RET_ERRNO | EPERM)
     body: list[bytes] = []
-    for number in syscall_numbers(arch, SCHEDULING + PRIVILEGED):
+    for number in syscall_numbers(arch, SCHEDULING + PRIVILEGED + IPC + METADATA):
         body += [_stmt(JEQ_K, number, 0, 1), deny]
     for number in syscall_numbers(arch, PLACEMENT):  # the target in the first argument: 0 or this process
         body += [_stmt(JEQ_K, number, 0, 5), _stmt(LD_W_ABS, _arg_low(0)), _stmt(JEQ_K, 0, 1, 0),
@@ -295,9 +331,9 @@ def _refusals(arch: str, nr: dict[str, int], pid: int) -> list[bytes]:
         body += [_stmt(JEQ_K, nr[name], 0, 9), _stmt(LD_W_ABS, _arg_low(0)), _stmt(JEQ_K, kind, 0, 6),
                  _stmt(LD_W_ABS, _arg_low(1)), _stmt(JEQ_K, 0, 1, 0), _stmt(JEQ_K, pid, 0, 3),
                  _stmt(LD_W_ABS, _arg_low(2)), _stmt(JSET_K, refused, 1, 0), allow, deny]
-    body += [_stmt(JEQ_K, nr["socket"], 0, 9), _stmt(LD_W_ABS, _arg_low(0)), _stmt(JEQ_K, AF_PACKET, 6, 0),
-             _stmt(JEQ_K, AF_INET, 1, 0), _stmt(JEQ_K, AF_INET6, 0, 3), _stmt(LD_W_ABS, _arg_low(1)),
-             _stmt(AND_K, SOCK_TYPE_MASK), _stmt(JEQ_K, SOCK_RAW, 1, 0), allow, deny]
+    # socket(family, type, protocol): AF_NETLINK with NETLINK_ROUTE, nothing else.
+    body += [_stmt(JEQ_K, nr["socket"], 0, 6), _stmt(LD_W_ABS, _arg_low(0)), _stmt(JEQ_K, AF_NETLINK, 0, 3),
+             _stmt(LD_W_ABS, _arg_low(2)), _stmt(JEQ_K, NETLINK_ROUTE, 0, 1), allow, deny]
     body += [_stmt(JEQ_K, nr["ioctl"], 0, 2 + 2 * len(REFUSED_IOCTLS)), _stmt(LD_W_ABS, _arg_low(1))]
     for request in REFUSED_IOCTLS:
         body += [_stmt(JEQ_K, request, 0, 1), deny]
