@@ -1,5 +1,6 @@
-"""The runner's seccomp filter alone (Landlock off, as on a kernel without it), installed in a real child process:
-what candidate code may still do to its own process, and what it may not do to others (the judge, here the test)."""
+"""The runner's seccomp filter alone (Landlock off, as on a kernel without it, and the capabilities kept:
+``lock_syscalls`` without ``lock_files``), installed in a real child process: what candidate code may still do to its
+own process, and what it may not do to others (the judge, here the test)."""
 
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ from quaere.runner import sandbox
 
 parent = os.getppid()
 _, terminal = os.openpty()
-applied = sandbox.apply(sandbox.Policy(seccomp=True, landlock=False))
+applied = sandbox.lock_syscalls(sandbox.Policy(seccomp=True, landlock=False), sandbox.Applied())
 assert applied.seccomp, applied.notes
 libc = ctypes.CDLL(None, use_errno=True)
 
@@ -62,7 +63,7 @@ import ctypes, fcntl, json, os, socket, sys
 from quaere.runner import sandbox
 
 if sys.argv[1] == "filter":
-    applied = sandbox.apply(sandbox.Policy(seccomp=True, landlock=False))
+    applied = sandbox.lock_syscalls(sandbox.Policy(seccomp=True, landlock=False), sandbox.Applied())
     assert applied.seccomp, applied.notes
 libc = ctypes.CDLL(None, use_errno=True)
 
@@ -123,7 +124,7 @@ from quaere.runner import sandbox
 
 mode, target, segment = sys.argv[1], sys.argv[2], int(sys.argv[3])
 if mode == "filter":
-    applied = sandbox.apply(sandbox.Policy(seccomp=True, landlock=False))
+    applied = sandbox.lock_syscalls(sandbox.Policy(seccomp=True, landlock=False), sandbox.Applied())
     assert applied.seccomp, applied.notes
 libc = ctypes.CDLL(None, use_errno=True)
 libc.shmat.restype = ctypes.c_void_p
