@@ -206,6 +206,10 @@ class Isolation(Record):
     seccomp: bool = Field(default=False, description="The runner's system-call filter was installed.")
     landlock_abi: int = Field(default=0, description="Landlock ABI of the runner's file-system confinement; 0: none.")
     threads_allowed: bool = Field(default=True, description="Whether candidate code could start threads.")
+    capabilities_dropped: bool = Field(
+        default=False, description="The runner gave up every capability before the device was opened (a root "
+        "runner kept its user id, not root's privileges)."
+    )
     runner_uid: int = Field(default=-1, description="User id the runner ran as (-1 when it never started).")
     judge_uid: int = Field(default=-1, description="User id of the judge.")
     notes: tuple[str, ...] = Field(default=(), description="What could not be put in force here, and why.")
@@ -216,6 +220,7 @@ class Isolation(Record):
         parts.append("seccomp" if self.seccomp else "no seccomp")
         parts.append(f"landlock v{self.landlock_abi}" if self.landlock_abi else "no landlock")
         parts.append("threads allowed" if self.threads_allowed else "no threads")
+        parts.append("capabilities dropped" if self.capabilities_dropped else "capabilities kept")
         if self.runner_uid >= 0 and self.runner_uid != self.judge_uid:
             parts.append(f"runner uid {self.runner_uid}")
         return ", ".join(parts)

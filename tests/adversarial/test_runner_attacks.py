@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import stat
 import subprocess
 import sys
 import time
@@ -67,6 +68,8 @@ def test_sandbox_is_in_force_and_recorded(task: Task, cache: Path, two: Path) ->
     assert evaluation.correct
     assert evaluation.isolation.separate_process and evaluation.isolation.seccomp
     assert not evaluation.isolation.threads_allowed
+    assert evaluation.isolation.capabilities_dropped, evaluation.isolation.notes
+    assert "capabilities dropped" in evaluation.isolation.summary
 
 
 def test_candidate_threads_are_a_sandbox_violation(task: Task, cache: Path, two: Path, tmp_path: Path) -> None:
@@ -159,6 +162,20 @@ def test_another_process_cannot_be_read_through_proc(task: Task, cache: Path, tw
 def test_the_judge_survives_a_candidate_that_kills_it(task: Task, cache: Path, two: Path, tmp_path: Path) -> None:
     evaluation = run_evaluation(task, write_candidate(tmp_path, "kill_parent"), quick(cache, two))
     assert [v.verdict for v in evaluation.correctness] == [Verdict.SANDBOX_VIOLATION] * 2
+
+
+def test_no_helper_channel_no_file_mode_and_no_resizing_of_the_judges_buffers(task: Task, cache: Path, two: Path,
+                                                                             tmp_path: Path) -> None:
+    """System V IPC, a private file's mode and the judge's memfds, from candidate code on a root runner: each worked
+    until 2026-12-05 (a 1.3-1.9x offload to a helper, the store's key made world-readable, the judge killed by
+    SIGBUS). The seccomp filter refuses the first two, the buffers are sealed at their size."""
+    key = tmp_path / "ed25519.pem"
+    key.write_text("private")
+    key.chmod(0o600)
+    evaluation = run_evaluation(task, write_candidate(tmp_path, "ipc_chmod_truncate", key), quick(cache, two))
+    assert Verdict.HARNESS_ERROR not in {v.verdict for v in evaluation.correctness}, evaluation.correctness
+    assert evaluation.correct, [(v.verdict, v.detail) for v in evaluation.correctness]
+    assert stat.S_IMODE(key.stat().st_mode) == 0o600
 
 
 def test_the_candidate_cannot_slow_the_judge(task: Task, cache: Path, two: Path, tmp_path: Path) -> None:

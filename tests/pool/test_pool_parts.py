@@ -44,19 +44,21 @@ def test_correctness_units_are_dealt_round_robin() -> None:
 
 
 def _isolation(**fields: object) -> Isolation:
-    return Isolation(separate_process=True, seccomp=True, landlock_abi=6, threads_allowed=False, runner_uid=0,
-                     judge_uid=0).model_copy(update=fields)
+    return Isolation(separate_process=True, seccomp=True, landlock_abi=6, threads_allowed=False,
+                     capabilities_dropped=True, runner_uid=0, judge_uid=0).model_copy(update=fields)
 
 
 def test_merged_reports_keep_every_finding_and_the_weakest_isolation() -> None:
     finding = AuditFinding(rule="banned_mapped", rationale="why", evidence="libcublas")
     strong = SessionReport(isolation=_isolation(), notes=("clock: ok",))
-    weak = SessionReport(isolation=_isolation(seccomp=False, landlock_abi=0, notes=("no landlock here",)),
+    weak = SessionReport(isolation=_isolation(seccomp=False, landlock_abi=0, capabilities_dropped=False,
+                                              notes=("no landlock here",)),
                          findings=(finding,))
     never_ran = SessionReport()  # a judge that never started a runner says nothing about isolation
     merged = merge_reports([strong, weak, never_ran, strong])
     assert merged.findings == (finding,) and merged.notes == ("clock: ok",)
     assert not merged.isolation.seccomp and merged.isolation.landlock_abi == 0
+    assert not merged.isolation.capabilities_dropped
     assert "the weakest is recorded" in merged.isolation.notes[-1]
     assert merge_reports([strong, never_ran]).isolation == strong.isolation
 

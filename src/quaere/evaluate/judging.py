@@ -111,6 +111,7 @@ def merge_reports(reports: Sequence[SessionReport]) -> SessionReport:
         isolation = isolation.model_copy(update={
             "separate_process": all(i.separate_process for i in ran), "seccomp": all(i.seccomp for i in ran),
             "landlock_abi": min(i.landlock_abi for i in ran), "threads_allowed": any(i.threads_allowed for i in ran),
+            "capabilities_dropped": all(i.capabilities_dropped for i in ran),
             "notes": (*notes, "the pool's judges differed in isolation: the weakest is recorded"),
         })
     findings = tuple(dict.fromkeys(f for r in reports for f in r.findings))

@@ -49,6 +49,7 @@ class RunnerIsolation(Message):
     seccomp: bool
     landlock_abi: int = Field(ge=0)
     threads_allowed: bool
+    capabilities_dropped: bool = False
     notes: list[str] = []
 
 
@@ -61,7 +62,8 @@ class LoadReply(Message):
         if isinstance(value, dict) and "separate_process" not in value:
             runner = RunnerIsolation.model_validate(value)
             return Isolation(separate_process=True, seccomp=runner.seccomp, landlock_abi=runner.landlock_abi,
-                             threads_allowed=runner.threads_allowed, notes=tuple(runner.notes))
+                             threads_allowed=runner.threads_allowed,
+                             capabilities_dropped=runner.capabilities_dropped, notes=tuple(runner.notes))
         return value
 
 

@@ -8,6 +8,7 @@ built over the CUDA pointer with ``__cuda_array_interface__``), and reads every 
 
 from __future__ import annotations
 
+import fcntl
 import math
 import mmap
 import os
@@ -42,9 +43,16 @@ class Allocator(Protocol):
     def allocate(self, name: str, nbytes: int) -> SharedBuffer: ...
 
 
+# A memfd's size is fixed once set, and no other seal may be added. A runner keeps a descriptor of each buffer it
+# maps (Python's mmap holds a duplicate): a candidate truncated one and the judge's own mapping died of SIGBUS on its
+# next touch (every scenario a harness_error, development machine, 2026-12-05); a write seal added by the runner
+# would refuse the trusted runners' writable mappings.
+SEALS = fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL
+
+
 @dataclass
 class MemfdBuffer:
-    """CPU: an anonymous shared-memory file, mapped here and sent to the runner by descriptor."""
+    """CPU: an anonymous shared-memory file, mapped here and sent to the runner by descriptor; sealed at its size."""
 
     id: str
     nbytes: int
@@ -54,8 +62,9 @@ class MemfdBuffer:
 
     @classmethod
     def create(cls, name: str, nbytes: int) -> MemfdBuffer:
-        fd = os.memfd_create(f"quaere-{name}", os.MFD_CLOEXEC)
+        fd = os.memfd_create(f"quaere-{name}", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
         os.ftruncate(fd, max(1, nbytes))
+        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, SEALS)
         region = mmap.mmap(fd, max(1, nbytes), mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
         return cls(name, nbytes, fd, region)
 

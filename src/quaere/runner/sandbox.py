@@ -1,13 +1,17 @@
-"""What the runner locks itself into before it loads the candidate: no new privileges, Landlock
+"""What the runner locks itself into before it loads the candidate: no new privileges, no capabilities, Landlock
 (:mod:`quaere.runner.landlock`), seccomp.
 
-In two steps, because each binds only some threads. :func:`lock_files` (no new privileges, Landlock) comes before
-the runner opens the device: a Landlock domain binds the threads started after it, and the CUDA driver starts its
-own, on which it runs host code the candidate hands it (a user object's destructor wrote outside the scratch folder
-that way on the H200, 2026-12-03, when the runner locked itself in after opening the device). :func:`lock_syscalls`
-(seccomp) comes once the device is open, before the candidate is loaded; its filter is installed with
-``SECCOMP_FILTER_FLAG_TSYNC``, so it binds every thread of the process, the driver's included.
+In two steps, because each binds only some threads. :func:`lock_files` (no new privileges, no capabilities,
+Landlock) comes before the runner opens the device: capabilities belong to a thread and a Landlock domain binds the
+threads started after it, and the CUDA driver starts its own, on which it runs host code the candidate hands it (a
+user object's destructor wrote outside the scratch folder that way on the H200, 2026-12-03, when the runner locked
+itself in after opening the device). :func:`lock_syscalls` (seccomp) comes once the device is open, before the
+candidate is loaded; its filter is installed with ``SECCOMP_FILTER_FLAG_TSYNC``, so it binds every thread of the
+process, the driver's included.
 
+* **capabilities** (:func:`drop_capabilities`): none left, ambient and bounding sets included. A root runner (the GPU
+  hosts evaluate as root) keeps its user id, so what an owner may do to its own files, and nothing a capability
+  grants: network administration through netlink, the kernel log, ``/proc/kcore``, overriding file permissions.
 * **seccomp** (a BPF filter, irrevocable once installed): no new processes (fork, vfork, clone without
   ``CLONE_THREAD``, exec), no new threads unless the policy allows them, no ptrace or cross-process memory access,
   no io_uring (it bypasses seccomp), no signals to other processes (by any of the four calls that send one), no
@@ -15,17 +19,19 @@ that way on the H200, 2026-12-03, when the runner locked itself in after opening
   runner's maps). Such a call kills the whole process with SIGSYS: the judge names it ``sandbox_violation``.
   Refused with EPERM instead, since a library may try them: a scheduling class or real-time priority, a negative
   nice, any change to another process's priority, cores, limits or memory placement, typing into a terminal
-  (``TIOCSTI``), and what only a privileged process may do to the machine (device nodes, kernel modules, clocks,
-  mounts, keyrings: :data:`PRIVILEGED`). ``clone3`` answers ENOSYS, so glibc falls back to ``clone``, whose flags
-  the filter can read.
+  (``TIOCSTI``), what only a privileged process may do to the machine (device nodes, kernel modules, clocks,
+  mounts, keyrings: :data:`PRIVILEGED`), System V IPC and POSIX message queues (channels to a helper process
+  outside the sandbox: :data:`IPC`), a file's mode, owner, times, extended attributes and inode flags (which
+  Landlock does not rule: :data:`METADATA`), and every socket but a routing netlink one (the runner's only channel
+  is the judge's socket pair). ``clone3`` answers ENOSYS, so glibc falls back to ``clone``, whose flags the filter
+  can read.
 * **Landlock**: reads only under the listed roots (system and Python folders, the built kernel; of ``/proc`` only
   its own folder and what is no process's), writes only under the scratch folder and, of ``/dev``, the nodes
   :func:`quaere.runner.landlock.dev_entries` names; no TCP; with
   ABI >= 6, no signals to processes outside the sandbox.
 
-Both are applied to the runner only; the judge stays outside. Where the kernel lacks either, or threads were
-running before them, the runner says so and the record shows it: an evaluation never claims an isolation it did
-not have.
+All are applied to the runner only; the judge stays outside. Where the kernel lacks one, or threads were running
+before them, the runner says so and the record shows it: an evaluation never claims an isolation it did not have.
 """
 
 from __future__ import annotations
@@ -39,6 +45,12 @@ from dataclasses import dataclass, field
 from quaere.runner import landlock
 
 PR_SET_NO_NEW_PRIVS = 38
+PR_CAPBSET_DROP = 24
+PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
+CAP_SETPCAP = 8
+LINUX_CAPABILITY_VERSION_3 = 0x20080522
+CAP_LAST_CAP = "/proc/sys/kernel/cap_last_cap"
+EINVAL = 22
 PR_SET_PDEATHSIG = 1
 SECCOMP_SET_MODE_FILTER = 1
 SECCOMP_FILTER_FLAG_TSYNC = 1
@@ -55,7 +67,6 @@ RET_ERRNO = 0x00050000
 LD_W_ABS = 0x20
 JEQ_K = 0x15
 JSET_K = 0x45
-AND_K = 0x54
 RET_K = 0x06
 
 AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
@@ -83,7 +94,16 @@ NR: dict[str, tuple[int | None, int | None]] = {
     "adjtimex": (159, 171), "clock_adjtime": (305, 266), "sethostname": (170, 161), "setdomainname": (171, 162),
     "syslog": (103, 116), "quotactl": (179, 60), "open_by_handle_at": (304, 265), "fanotify_init": (300, 262),
     "add_key": (248, 217), "request_key": (249, 218), "keyctl": (250, 219), "vhangup": (153, 58),
-    "socket": (41, 198), "seccomp": (317, 277),
+    "socket": (41, 198), "seccomp": (317, 277), "open_tree_attr": (467, 467),
+    "shmget": (29, 194), "shmat": (30, 196), "shmdt": (67, 197), "shmctl": (31, 195), "semget": (64, 190),
+    "semop": (65, 193), "semtimedop": (220, 192), "semctl": (66, 191), "msgget": (68, 186), "msgsnd": (69, 189),
+    "msgrcv": (70, 188), "msgctl": (71, 187), "mq_open": (240, 180), "mq_unlink": (241, 181),
+    "mq_timedsend": (242, 182), "mq_timedreceive": (243, 183), "mq_notify": (244, 184), "mq_getsetattr": (245, 185),
+    "chmod": (90, None), "fchmod": (91, 52), "fchmodat": (268, 53), "fchmodat2": (452, 452), "chown": (92, None),
+    "fchown": (93, 55), "lchown": (94, None), "fchownat": (260, 54), "utime": (132, None), "utimes": (235, None),
+    "futimesat": (261, None), "utimensat": (280, 88), "setxattr": (188, 5), "lsetxattr": (189, 6),
+    "fsetxattr": (190, 7), "removexattr": (197, 14), "lremovexattr": (198, 15), "fremovexattr": (199, 16),
+    "setxattrat": (463, 463), "removexattrat": (466, 466), "file_setattr": (469, 469),
 }
 ARCHES = ("x86_64", "aarch64")
 # Always forbidden (the process dies): process creation, exec, tracing, cross-process memory, io_uring, timers and
@@ -108,7 +128,24 @@ PRIVILEGED = ("mknod", "mknodat", "init_module", "finit_module", "delete_module"
               "reboot", "iopl", "ioperm", "swapon", "swapoff", "pivot_root", "umount2", "open_tree", "move_mount",
               "fsopen", "fsconfig", "fsmount", "fspick", "mount_setattr", "acct", "settimeofday", "clock_settime",
               "adjtimex", "clock_adjtime", "sethostname", "setdomainname", "syslog", "quotactl", "open_by_handle_at",
-              "fanotify_init", "add_key", "request_key", "keyctl", "vhangup")
+              "fanotify_init", "add_key", "request_key", "keyctl", "vhangup", "open_tree_attr")
+# System V IPC and POSIX message queues, always EPERM: channels to a process outside the sandbox that Landlock does
+# not mediate. A helper the agent started before the evaluation (a SysV segment of mode 0666 works in separate-user
+# mode too) took half of each call's rows through SysV shared memory and semaphores, the work then done on another
+# core and out of the runner's accounted CPU time: measured at 1.3-1.9x on every configuration of cpu_softmax, audit
+# clean (development machine, as root, 2026-12-05). Such a helper may also link a library the audit bans. The
+# runner's only channel is the judge's socket pair; shared memory it needs comes from the judge as a memfd.
+IPC = ("shmget", "shmat", "shmdt", "shmctl", "semget", "semop", "semtimedop", "semctl", "msgget", "msgsnd",
+       "msgrcv", "msgctl", "mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_notify", "mq_getsetattr")
+# A file's metadata, always EPERM: Landlock rules contents and names, not modes, owners, times or extended
+# attributes. The runner is the owner of what the judge's user owns (root on the GPU hosts; the keys' owner in
+# separate-user mode), and an owner changes a mode without any capability: a candidate made the store's private key
+# world-readable, and set the set-user-id bit on a root-owned program (development machine, as root, 2026-12-05).
+# aarch64 has only the *at forms (and fchmod, fchown). The inode-flag ioctls (chattr +i and the like) are refused
+# below with the other ioctls.
+METADATA = ("chmod", "fchmod", "fchmodat", "fchmodat2", "chown", "fchown", "lchown", "fchownat", "utime", "utimes",
+            "futimesat", "utimensat", "setxattr", "lsetxattr", "fsetxattr", "removexattr", "lremovexattr",
+            "fremovexattr", "setxattrat", "removexattrat", "file_setattr")
 # Calls that change where or within which limits the process named by their first argument (0: the caller) runs:
 # EPERM on another process (a core of its own, a lower limit: the same reasons).
 PLACEMENT = ("sched_setaffinity", "prlimit64", "migrate_pages", "move_pages")
@@ -123,11 +160,18 @@ TERMINAL_INPUT = (0x5412, 0x541C)
 # USERFAULTFD_IOC_NEW on /dev/userfaultfd (root's by default; a descriptor opened before Landlock): the userfaultfd the
 # filter forbids as a system call, by another door (a root runner got one under the whole sandbox, 2026-12-03).
 USERFAULTFD_IOC_NEW = 0xAA00
-REFUSED_IOCTLS = (*TERMINAL_INPUT, USERFAULTFD_IOC_NEW)
-# Sockets only root may open, EPERM (as for any other user): a packet socket (every frame on the machine's
-# interfaces, loopback included) and a raw IP one (forged packets). Landlock rules TCP only. A raw netlink socket,
-# which any user may open (glibc asks the kernel for the interfaces' addresses that way), stays.
-AF_INET, AF_INET6, AF_PACKET, SOCK_RAW, SOCK_TYPE_MASK = 2, 10, 17, 3, 0xF
+# A file's inode flags and extended attributes by ioctl (FS_IOC_SETFLAGS, its 32-bit form, FS_IOC_FSSETXATTR):
+# METADATA's class by another door (immutable, append-only, no-dump...).
+INODE_FLAGS = (0x40086602, 0x40046602, 0x401C5820)
+REFUSED_IOCTLS = (*TERMINAL_INPUT, USERFAULTFD_IOC_NEW, *INODE_FLAGS)
+# socket(): only a netlink socket of the routing family, the one glibc's getifaddrs opens to read the interfaces'
+# addresses (with no capability left, see drop_capabilities, it can only read). Every other family is EPERM: the
+# runner's only channel is the socket pair the judge hands it, and a socket of its own would reach a process outside
+# the sandbox (UDP to a local port, a Unix socket file, whose connect Landlock does not mediate, an abstract Unix
+# name) or the machine's network (packet and raw sockets: every frame on the machine, forged packets). Another
+# netlink protocol is refused too (NETLINK_USERSOCK is a channel between user processes). socketpair stays: a pair
+# within the process.
+AF_NETLINK, NETLINK_ROUTE = 16, 0
 EPERM = 1
 
 
@@ -156,6 +200,9 @@ class Applied:
     seccomp: bool = False
     landlock_abi: int = 0
     threads_allowed: bool = True
+    capabilities_dropped: bool = False
+    """No capability left to this thread and those it starts (effective, permitted, inheritable, ambient; the
+    bounding set too where the process could drop it)."""
     notes: list[str] = field(default_factory=list)
 
 
@@ -178,6 +225,53 @@ def make_undumpable() -> None:
 def no_new_privileges() -> None:
     """No exec from here on may gain privileges (setuid, file capabilities); Landlock and seccomp require it."""
     _prctl(PR_SET_NO_NEW_PRIVS, 1)
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+
+def _capabilities(libc: ctypes.CDLL) -> tuple[int, int, int]:
+    """This thread's (effective, permitted, inheritable) sets, 64 bits each."""
+    header, data = _CapHeader(LINUX_CAPABILITY_VERSION_3, 0), (_CapData * 2)()
+    if libc.capget(ctypes.byref(header), data) != 0:
+        raise OSError(ctypes.get_errno(), f"capget failed: {os.strerror(ctypes.get_errno())}")
+    low, high = data
+    return (low.effective | high.effective << 32, low.permitted | high.permitted << 32,
+            low.inheritable | high.inheritable << 32)
+
+
+def drop_capabilities() -> None:
+    """Give up every capability, for this thread and the threads it starts (capabilities are per thread): the
+    ambient set, the bounding set (while CAP_SETPCAP is still held; without it the process holds nothing the
+    bounding set would limit, and with no new privileges no exec can gain any), then the effective, permitted and
+    inheritable sets. A root runner keeps its user id and so what the owner of a file may do, nothing more: no
+    network administration through netlink (a root runner added an address to ``lo`` under the whole sandbox,
+    2026-12-05), no kernel log or unmasked kernel addresses from ``/proc`` (CAP_SYSLOG), no ``/proc/kcore``
+    (CAP_SYS_RAWIO), no overriding of file permissions. Raises OSError when a capability is left."""
+    libc = _libc()
+    zero = ctypes.c_ulong(0)  # prctl reads unsigned longs, and refuses PR_CAP_AMBIENT_CLEAR_ALL with any other bits
+    if libc.prctl(PR_CAP_AMBIENT, ctypes.c_ulong(PR_CAP_AMBIENT_CLEAR_ALL), zero, zero, zero) != 0 \
+            and ctypes.get_errno() != EINVAL:  # EINVAL: a kernel without ambient capabilities (< 4.3)
+        raise OSError(ctypes.get_errno(), f"clearing the ambient capabilities: {os.strerror(ctypes.get_errno())}")
+    effective, _, _ = _capabilities(libc)
+    if effective >> CAP_SETPCAP & 1:
+        with open(CAP_LAST_CAP) as handle:
+            last = int(handle.read())
+        for cap in range(last + 1):  # EINVAL: a capability this kernel does not know
+            if libc.prctl(PR_CAPBSET_DROP, ctypes.c_ulong(cap), zero, zero, zero) != 0 \
+                    and ctypes.get_errno() != EINVAL:
+                raise OSError(ctypes.get_errno(), f"dropping capability {cap} from the bounding set: "
+                                                  f"{os.strerror(ctypes.get_errno())}")
+    header, data = _CapHeader(LINUX_CAPABILITY_VERSION_3, 0), (_CapData * 2)()
+    if libc.capset(ctypes.byref(header), data) != 0:
+        raise OSError(ctypes.get_errno(), f"capset failed: {os.strerror(ctypes.get_errno())}")
+    if any(_capabilities(libc)):
+        raise OSError(f"capabilities left after capset: {_capabilities(libc)}")
 
 
 def die_with_parent() -> None:
@@ -222,12 +316,13 @@ def seccomp_program(arch: str, pid: int, threads: bool) -> bytes:
 
 
 def _refusals(arch: str, nr: dict[str, int], pid: int) -> list[bytes]:
-    """The EPERM rules: scheduling classes, privileged calls, other processes' placement and priority, typing into a
-    terminal, a userfaultfd through its device, packet and raw sockets. Each
-    block starts on the syscall number in the accumulator and returns, so the next block sees it too."""
+    """The EPERM rules: scheduling classes, privileged calls, System V and POSIX IPC, a file's metadata, other
+    processes' placement and priority, sockets other than routing netlink, typing into a terminal, a userfaultfd
+    through its device, inode flags. Each block starts on the syscall number in the accumulator and returns, so the
+    next block sees it too."""
     allow, deny = _stmt(RET_K, RET_ALLOW), _stmt(RET_K, RET_ERRNO | EPERM)
     body: list[bytes] = []
-    for number in syscall_numbers(arch, SCHEDULING + PRIVILEGED):
+    for number in syscall_numbers(arch, SCHEDULING + PRIVILEGED + IPC + METADATA):
         body += [_stmt(JEQ_K, number, 0, 1), deny]
     for number in syscall_numbers(arch, PLACEMENT):  # the target in the first argument: 0 or this process
         body += [_stmt(JEQ_K, number, 0, 5), _stmt(LD_W_ABS, _arg_low(0)), _stmt(JEQ_K, 0, 1, 0),
@@ -236,9 +331,9 @@ def _refusals(arch: str, nr: dict[str, int], pid: int) -> list[bytes]:
         body += [_stmt(JEQ_K, nr[name], 0, 9), _stmt(LD_W_ABS, _arg_low(0)), _stmt(JEQ_K, kind, 0, 6),
                  _stmt(LD_W_ABS, _arg_low(1)), _stmt(JEQ_K, 0, 1, 0), _stmt(JEQ_K, pid, 0, 3),
                  _stmt(LD_W_ABS, _arg_low(2)), _stmt(JSET_K, refused, 1, 0), allow, deny]
-    body += [_stmt(JEQ_K, nr["socket"], 0, 9), _stmt(LD_W_ABS, _arg_low(0)), _stmt(JEQ_K, AF_PACKET, 6, 0),
-             _stmt(JEQ_K, AF_INET, 1, 0), _stmt(JEQ_K, AF_INET6, 0, 3), _stmt(LD_W_ABS, _arg_low(1)),
-             _stmt(AND_K, SOCK_TYPE_MASK), _stmt(JEQ_K, SOCK_RAW, 1, 0), allow, deny]
+    # socket(family, type, protocol): AF_NETLINK with NETLINK_ROUTE, nothing else.
+    body += [_stmt(JEQ_K, nr["socket"], 0, 6), _stmt(LD_W_ABS, _arg_low(0)), _stmt(JEQ_K, AF_NETLINK, 0, 3),
+             _stmt(LD_W_ABS, _arg_low(2)), _stmt(JEQ_K, NETLINK_ROUTE, 0, 1), allow, deny]
     body += [_stmt(JEQ_K, nr["ioctl"], 0, 2 + 2 * len(REFUSED_IOCTLS)), _stmt(LD_W_ABS, _arg_low(1))]
     for request in REFUSED_IOCTLS:
         body += [_stmt(JEQ_K, request, 0, 1), deny]
@@ -269,20 +364,29 @@ def running_threads() -> int:
 
 
 def lock_files(policy: Policy) -> Applied:
-    """No new privileges and Landlock, for this thread and every thread started after it: called before the device
-    is opened (see the module's docstring). A thread already running stays outside, and the record says so."""
+    """No new privileges, no capabilities and Landlock, for this thread and every thread started after it: called
+    before the device is opened (see the module's docstring). A thread already running stays outside, and the record
+    says so."""
     applied = Applied(threads_allowed=True)
     if not (policy.seccomp or policy.landlock):
         applied.notes.append("sandbox disabled by the evaluator's options")
         return applied
     no_new_privileges()
+    earlier = running_threads() - 1
+    try:
+        drop_capabilities()
+    except OSError as exc:
+        applied.notes.append(f"capabilities not dropped: {exc}")
+    else:
+        applied.capabilities_dropped = earlier == 0
+        if earlier > 0:
+            applied.notes.append(f"{earlier} thread(s) running before the capability drop keep theirs")
     if not policy.landlock:
         return applied
     abi = landlock.landlock_abi()
     if abi == 0:
         applied.notes.append("Landlock unavailable on this kernel: file-system confinement not in force")
         return applied
-    earlier = running_threads() - 1
     skipped = landlock.restrict_self(abi, policy.read_roots, policy.write_roots)
     applied.landlock_abi = abi
     if earlier > 0:

@@ -249,7 +249,8 @@ def _receive(channel: socket.socket, spin_s: float) -> tuple[dict | None, list[i
 def _load(state: State, config: dict, channel: socket.socket, locked: sandbox.Applied) -> bool:
     applied = sandbox.lock_syscalls(_policy(config), locked)
     report = {"seccomp": applied.seccomp, "landlock_abi": applied.landlock_abi,
-              "threads_allowed": applied.threads_allowed, "notes": applied.notes}
+              "threads_allowed": applied.threads_allowed, "capabilities_dropped": applied.capabilities_dropped,
+              "notes": applied.notes}
     library = config.get("library")
     if library:
         try:
