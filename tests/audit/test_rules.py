@@ -61,6 +61,7 @@ ADVERSARIAL = {
     "source_protection_change": "test_audit_loader_calls.py",
     "source_unnamed_system_call": "test_audit_loader_calls.py",
     "source_process_files": "test_audit_loader_calls.py",
+    "source_line_markers": "test_audit_line_markers.py",
 }
 
 

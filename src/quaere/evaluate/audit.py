@@ -164,6 +164,12 @@ RULES: tuple[Rule, ...] = (
          "past page protections (a literal handed to a lookup, rewritten), and /proc/self/maps finds a library "
          "to walk by hand.",
          _ANY_FAMILY, checks.source_process_files),
+    Rule("source_line_markers",
+         "The source writes line markers (#line, or GNU's # 1 \"file\"): they decide which lines of the text after "
+         "the preprocessor are the candidate's, so its own lines could pass for a system header's, which no rule "
+         "reads there (a pasted syscall or dlopen); a kernel never needs one. Every task: host_interpreter reads "
+         "those lines too.",
+         (), checks.source_line_markers),
 )
 
 WARNING_RULES: tuple[Rule, ...] = (

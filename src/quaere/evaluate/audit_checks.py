@@ -11,6 +11,7 @@ from quaere.evaluate.artifact_scan import normal_section
 from quaere.evaluate.audit_facts import HOST_DATA, ArtifactFacts, HostSymbol, initialised_bytes
 from quaere.evaluate.families import Family
 from quaere.evaluate.include_roots import under_roots
+from quaere.evaluate.source_lexing import line_markers
 from quaere.evaluate.source_scan import (
     PYTHON_API,
     SourceHit,
@@ -209,3 +210,9 @@ def source_unnamed_system_call(facts: ArtifactFacts, fams: tuple[Family, ...]) -
 
 def source_process_files(facts: ArtifactFacts, fams: tuple[Family, ...]) -> tuple[str, ...]:
     return _source_lines(facts, process_files)
+
+
+def source_line_markers(facts: ArtifactFacts, fams: tuple[Family, ...]) -> tuple[str, ...]:
+    # The text as written only: the translation unit's markers are the compiler's, and they are what is at stake.
+    name = Path(facts.source).name or "source"
+    return tuple(f"{name}:{hit.line}: {hit.text}" for hit in line_markers(facts.source_text))
