@@ -217,3 +217,7 @@ def source_line_markers(facts: ArtifactFacts, fams: tuple[Family, ...]) -> tuple
     # The text as written only: the translation unit's markers are the compiler's, and they are what is at stake.
     name = Path(facts.source).name or "source"
     return tuple(f"{name}:{hit.line}: {hit.text}" for hit in every_reading(line_markers, facts.source_text))
+
+
+def source_text_unread(facts: ArtifactFacts, fams: tuple[Family, ...]) -> tuple[str, ...]:
+    return facts.unread_text
