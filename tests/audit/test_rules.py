@@ -61,6 +61,8 @@ ADVERSARIAL = {
     "source_protection_change": "test_audit_loader_calls.py",
     "source_unnamed_system_call": "test_audit_loader_calls.py",
     "source_process_files": "test_audit_loader_calls.py",
+    "source_line_markers": "test_audit_line_markers.py",
+    "source_text_unread": "test_audit_unread_text.py",
 }
 
 
@@ -120,7 +122,9 @@ def test_audit_build_runs_on_a_build_result(built_cuda) -> None:
     # rules apply to the task's list.
     from .conftest import FIXTURES
 
-    assert audit_build(build, ("cublas",), AuditContext(task_folder=FIXTURES)) == ()
+    # No source was given, so its text rules could not run: that alone fails (source_text_unread).
+    assert {f.rule for f in audit_build(build, ("cublas",), AuditContext(task_folder=FIXTURES))} == {
+        "source_text_unread"}
 
 
 def test_failed_build_is_audited_on_its_headers_only() -> None:
@@ -185,5 +189,6 @@ def test_missing_cuobjdump_leaves_the_audit_incomplete(built_cuda, monkeypatch) 
     report = run_audit(build, ALL_BANNED, AuditContext(source=FIXTURES / "cute_device.cu"))
     # Without cuobjdump only the fat binary's raw bytes show the stripped CuTe kernel (a compressed one
     # would go unseen): the report must say it is incomplete.
-    assert {f.rule for f in report.findings} == {"banned_fingerprints"}
+    # (This build made no translation unit, so the source's text after the preprocessor was not read either.)
+    assert {f.rule for f in report.findings} == {"banned_fingerprints", "source_text_unread"}
     assert report.missing_tools == ("cuobjdump",) and not report.complete

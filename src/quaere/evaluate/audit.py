@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from quaere.evaluate import audit_checks as checks
@@ -164,6 +164,17 @@ RULES: tuple[Rule, ...] = (
          "past page protections (a literal handed to a lookup, rewritten), and /proc/self/maps finds a library "
          "to walk by hand.",
          _ANY_FAMILY, checks.source_process_files),
+    Rule("source_line_markers",
+         "The source writes line markers (#line, or GNU's # 1 \"file\"): they decide which lines of the text after "
+         "the preprocessor are the candidate's, so its own lines could pass for a system header's, which no rule "
+         "reads there (a pasted syscall or dlopen); a kernel never needs one. Every task: host_interpreter reads "
+         "those lines too.",
+         (), checks.source_line_markers),
+    Rule("source_text_unread",
+         "The source's text, as written or after the preprocessor, was not read (not given, unreadable, or the -E "
+         "pass wrote nothing, as for an object file handed over as the candidate): every source rule above then "
+         "passed on no evidence, and a kernel's source always preprocesses.",
+         _ANY_FAMILY, checks.source_text_unread),
 )
 
 WARNING_RULES: tuple[Rule, ...] = (
@@ -201,32 +212,39 @@ class AuditContext:
     reference: BuildResult | None = None
 
 
-def _inputs(build: BuildResult, banned: tuple[str, ...], context: AuditContext) -> tuple[FactInputs, list[str]]:
+def _inputs(build: BuildResult, banned: tuple[str, ...],
+            context: AuditContext) -> tuple[FactInputs, list[str], tuple[str, ...]]:
+    """The facts' inputs, notes on what is missing, and of those the reasons the source's text is not read."""
     notes: list[str] = []
     roots: tuple[str, ...] = ()
+    unread: tuple[str, ...] = ()
     if banned:  # learning the roots runs the compiler: only worth it when something is banned
         try:
             roots = allowed_roots(build.command, context.task_folder)
         except RootsUnknown as exc:
             notes.append(f"include roots unknown, headers not checked: {exc}")
         if context.source is None:
-            notes.append("the candidate's source was not given: its text was not audited")
+            unread = ("the candidate's source was not given: its text was not audited",)
         elif build.status is BuildStatus.OK and not build.preprocessed:
-            notes.append("the source's text after the preprocessor was not audited (the build log says why)")
+            unread = ("the source's text after the preprocessor was not audited (the build log says why)",)
+        notes += unread
     reference = context.reference
     usable = reference is not None and reference.status is BuildStatus.OK and reference.artifact
     ref_path = Path(reference.artifact) if usable and reference is not None else None
     preprocessed = Path(build.preprocessed) if build.preprocessed else None
-    return FactInputs(source=context.source, include_roots=roots, reference=ref_path, preprocessed=preprocessed), notes
+    return (FactInputs(source=context.source, include_roots=roots, reference=ref_path, preprocessed=preprocessed),
+            notes, unread)
 
 
 def run_audit(build: BuildResult, banned: tuple[str, ...], context: AuditContext = AuditContext()) -> AuditReport:
     """Collect facts about ``build``'s artifact and apply every rule; a failed build gets the header and
-    source rules only. Notes say which evidence could not be gathered."""
+    source rules only. Notes say which evidence could not be gathered; a built source whose text was not read
+    fails ``source_text_unread`` on a task that bans something."""
     families(banned)  # an unknown name is refused before any tool runs
-    inputs, notes = _inputs(build, banned, context)
+    inputs, notes, unread = _inputs(build, banned, context)
     if build.status is BuildStatus.OK and build.artifact:
         facts = collect_facts(Path(build.artifact), build.included_headers, inputs)
+        facts = replace(facts, unread_text=(*unread, *facts.unread_text))
     else:
         text = context.source.read_text(errors="replace") if context.source and context.source.is_file() else ""
         facts = ArtifactFacts(artifact="", included_headers=build.included_headers,

@@ -11,6 +11,7 @@ from quaere.evaluate.artifact_scan import normal_section
 from quaere.evaluate.audit_facts import HOST_DATA, ArtifactFacts, HostSymbol, initialised_bytes
 from quaere.evaluate.families import Family
 from quaere.evaluate.include_roots import under_roots
+from quaere.evaluate.source_lexing import every_reading, line_markers, readings
 from quaere.evaluate.source_scan import (
     PYTHON_API,
     SourceHit,
@@ -164,11 +165,11 @@ def host_interpreter(facts: ArtifactFacts, fams: tuple[Family, ...]) -> tuple[st
 def _source_lines(facts: ArtifactFacts, scan: Callable[[str], Iterable[SourceHit]],
                   keep_expanded: Callable[[SourceHit], bool] = lambda hit: True) -> tuple[str, ...]:
     """``scan``'s hits in the source as written, then those only its text after the preprocessor has (a name a macro
-    built: ``evaluate.preprocess``), each as ``file:line: text``."""
+    built: ``evaluate.preprocess``), each as ``file:line: text``; each text read as C and as C++ (``source_lexing``)."""
     name = Path(facts.source).name or "source"
-    written = tuple(f"{name}:{hit.line}: {hit.text}" for hit in scan(facts.source_text))
+    written = tuple(f"{name}:{hit.line}: {hit.text}" for hit in every_reading(scan, facts.source_text))
     expanded = tuple(f"{name}:{hit.line}: {hit.text} (after the preprocessor)"
-                     for hit in scan(facts.preprocessed_text)
+                     for hit in every_reading(scan, facts.preprocessed_text)
                      if f"{name}:{hit.line}: {hit.text}" not in written and keep_expanded(hit))
     return written + tuple(dict.fromkeys(expanded))
 
@@ -203,9 +204,20 @@ def source_protection_change(facts: ArtifactFacts, fams: tuple[Family, ...]) -> 
 
 def source_unnamed_system_call(facts: ArtifactFacts, fams: tuple[Family, ...]) -> tuple[str, ...]:
     # After the preprocessor SYS_gettid is a number: a hit there counts where the text as written names none.
-    named = named_system_call_lines(facts.source_text)
+    # A line counts as named only if it is in every reading: the other reading may be the compiler's.
+    named = frozenset.intersection(*(named_system_call_lines(text) for text in readings(facts.source_text)))
     return _source_lines(facts, unnamed_system_calls, keep_expanded=lambda hit: hit.line not in named)
 
 
 def source_process_files(facts: ArtifactFacts, fams: tuple[Family, ...]) -> tuple[str, ...]:
     return _source_lines(facts, process_files)
+
+
+def source_line_markers(facts: ArtifactFacts, fams: tuple[Family, ...]) -> tuple[str, ...]:
+    # The text as written only: the translation unit's markers are the compiler's, and they are what is at stake.
+    name = Path(facts.source).name or "source"
+    return tuple(f"{name}:{hit.line}: {hit.text}" for hit in every_reading(line_markers, facts.source_text))
+
+
+def source_text_unread(facts: ArtifactFacts, fams: tuple[Family, ...]) -> tuple[str, ...]:
+    return facts.unread_text

@@ -80,6 +80,7 @@ class ArtifactFacts:
     preprocessed_text: str = ""  # the source's own lines after the preprocessor (evaluate.preprocess); '' when not made
     missing_tools: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
+    unread_text: tuple[str, ...] = ()  # why the source's text, as written or preprocessed, was not read (also a note)
 
     @property
     def host_symbols(self) -> tuple[HostSymbol, ...]:
@@ -273,18 +274,17 @@ def collect_facts(
     scanned = _bytes_facts(artifact, tools)
     device = _device_facts(artifact, tools) if scanned.has_device_code else _DeviceFacts()
     reference_names, reference_data = _reference_sections(inputs.reference, tools)
-    source_text = ""
+    source_text, preprocessed_text, unread = "", "", []
     if inputs.source is not None:
         try:
             source_text = inputs.source.read_text(errors="replace")
         except OSError as exc:
-            tools.notes.append(f"could not read the source {inputs.source}: {exc}")
-    preprocessed_text = ""
+            unread.append(f"could not read the source {inputs.source}: {exc}")
     if inputs.preprocessed is not None:
         try:
             preprocessed_text = own_lines(inputs.preprocessed.read_text(errors="replace"))
         except OSError as exc:
-            tools.notes.append(f"could not read the preprocessed source {inputs.preprocessed}: {exc}")
+            unread.append(f"could not read the preprocessed source {inputs.preprocessed}: {exc}")
     return ArtifactFacts(
         artifact=path,
         included_headers=tuple(included_headers),
@@ -307,5 +307,6 @@ def collect_facts(
         source_text=source_text,
         preprocessed_text=preprocessed_text,
         missing_tools=tuple(dict.fromkeys(tools.missing)),
-        notes=tuple(tools.notes),
+        notes=(*tools.notes, *unread),
+        unread_text=tuple(unread),
     )

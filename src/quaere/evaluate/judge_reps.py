@@ -36,13 +36,18 @@ from quaere.records import Scenario, TimingStatus
 from quaere.task.contract import Sample
 from quaere.task.spec import TimingRule
 
+# The sampled rows' seeds are drawn in a domain of their own (blake2b's personalisation), apart from the inputs'.
+SAMPLE_DOMAIN = b"quaere.sample"
 
-def rep_seed(seed: int, index: int, key: bytes) -> int:
+
+def rep_seed(seed: int, index: int, key: bytes, domain: bytes = b"") -> int:
     """The input seed of repetition ``index``: a keyed hash of the scenario's seed and the index, so that
     without the judge's ``key`` (secret, drawn per timed scenario) neither the inputs of a later repetition nor
     its sampled rows can be told from those seen so far (an arithmetic series of seeds could be solved from
-    one repetition's inputs, then every later output computed ahead, off the clock)."""
-    digest = hashlib.blake2b(f"{seed}:{index}".encode(), key=key, digest_size=8).digest()
+    one repetition's inputs, then every later output computed ahead, off the clock). With ``domain``
+    (:data:`SAMPLE_DOMAIN`) the seed of the repetition's sample instead: had it been the inputs' seed, a kernel that
+    recovered that seed from its inputs would know which rows are checked."""
+    digest = hashlib.blake2b(f"{seed}:{index}".encode(), key=key, digest_size=8, person=domain).digest()
     return int.from_bytes(digest, "little") % (2**31 - 1)
 
 
@@ -87,7 +92,7 @@ class Context:
         """The sampled reference of repetition ``index``, from its staged inputs."""
         module = self.state.task.module
         if hasattr(module, "sample"):
-            return module.sample(self.scenario, self.staged, rep_seed(self.seed, index, self.key))
+            return module.sample(self.scenario, self.staged, rep_seed(self.seed, index, self.key, SAMPLE_DOMAIN))
         full = {p: module.reference(self.scenario, self.staged, p) for p in ("fp32", "low")}
         return Sample(take=lambda outputs: outputs, fp32=full["fp32"], low=full["low"])
 

@@ -54,7 +54,15 @@ def own_lines(preprocessed: str) -> str:
     """The lines of ``preprocessed`` its line markers attribute to the main file (the first one they name that is not
     ``<built-in>`` or the like: a cached translation unit may come from another file of the same bytes), each at its
     line number there (lines the expansion split are joined; lines with none are empty), so a text rule's hit names
-    the source line."""
+    the source line.
+
+    The markers are trusted, which holds only because the candidate writes none: a ``#line 1 "/usr/include/x.h"``
+    of its own would make its next lines a header's here, unread. The audit rule ``source_line_markers`` fails any
+    ``#line`` or GNU marker in the source as written, on every task; no macro can make a directive, so the text as
+    written holds them all. A header's markers can hide the includer's next lines too (a ``# 1 "x.h" 1`` it never
+    closes: GCC then marks the return to the header, not to the main file), so they are trusted as the header is:
+    on a task that bans something every header comes from the toolchain or the task (``includes_outside_roots``).
+    """
     target = ""
     found: dict[int, list[str]] = {}
     current, number = "", 0

@@ -21,7 +21,7 @@ from .elf_sections import ELF_MAGIC
 from .spelled import LITERAL_ARGUMENT, LITERAL_RUN, decode_run, line_of, spelled_strings
 
 # A raw string first: its body may hold quotes and comment openers, which must not shift what reads as code.
-_COMMENT_OR_LITERAL = re.compile(
+COMMENT_OR_LITERAL = re.compile(
     r"//[^\n]*|/\*.*?\*/|(?<!\w)(?:u8|u|U|L)?R\"(?P<delim>[^()\\\s\"]{0,16})\(.*?\)(?P=delim)\""
     r"|\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'", re.DOTALL
 )
@@ -110,7 +110,7 @@ def _blank(match: re.Match[str], keep_literals: bool) -> str:
 
 def without_comments(text: str, keep_literals: bool = True) -> str:
     """``text`` with comments (and, unless ``keep_literals``, string and character literals) blanked."""
-    return _COMMENT_OR_LITERAL.sub(lambda m: _blank(m, keep_literals), text)
+    return COMMENT_OR_LITERAL.sub(lambda m: _blank(m, keep_literals), text)
 
 
 def _hits(pattern: re.Pattern[str], text: str) -> tuple[SourceHit, ...]:

@@ -150,7 +150,8 @@ class TaskModule(Protocol):
 OPTIONAL_FUNCTIONS: tuple[str, ...] = ("sample",)
 """``sample(scenario, inputs, seed) -> Sample``: a few output elements and their references, so that every
 timed output can be verified without the full reference (which can cost more than the kernel). Without
-it the judge computes both full references for every timed call."""
+it the judge computes both full references for every timed call. ``seed`` is the judge's for the sample alone,
+never the one the inputs were drawn from: the elements checked must not follow from the inputs."""
 
 
 REQUIRED_FUNCTIONS: tuple[str, ...] = (
