@@ -113,6 +113,18 @@ def test_a_header_of_the_candidates_folder_read_all_the_same_refuses_the_build(t
     assert not [path for path in (tmp_path / "builds").iterdir()]  # nothing cached
 
 
+def test_a_header_where_anyone_may_write_refuses_the_build_where_landlock_let_it_through(tmp_path: Path) -> None:
+    """The depfile's witness, for a host without Landlock (the build then runs unconfined)."""
+    from quaere.evaluate.build_reads import refused_header
+
+    candidate = tmp_path / "ws" / "kernel.cpp"
+    shared = ("/run/lock",)
+    assert refused_header(["/usr/include/stdio.h"], candidate, tmp_path / "task", shared) == ""
+    assert "in /run/lock, which any user may write" in refused_header(["/run/lock/x.h"], candidate, tmp_path, shared)
+    inside = tmp_path / "task" / "ws" / "kernel.cpp"  # a candidate in the task folder may use the task's headers
+    assert refused_header([str(tmp_path / "task" / "ws" / "common.h")], inside, tmp_path / "task", shared) == ""
+
+
 def test_the_toolchain_folders_never_grant_the_root_folder() -> None:
     """``/bin`` on PATH grants ``/bin``, not ``/`` (whose read rule would undo every other)."""
     from quaere.evaluate.build_reads import toolchain_folders

@@ -207,7 +207,7 @@ def build_source(
     own copy of those bytes (:func:`_write_snapshot`, named in the record's ``command`` and ``snapshot``), never
     ``source``, which the agent may swap while the compiler reads it. ``BUILD_FAILED``, the log's last line saying
     why, without a build: a candidate that is not kernel source (``read.problem``); after it, and never cached: a
-    build that read a header beside ``source`` (:func:`.build_reads.refused_header`).
+    build that read a header beside ``source`` or where anyone may write (:func:`.build_reads.refused_header`).
     Raises ``OSError`` only when ``source`` cannot be read."""
     env, dropped = isolation.build_environment(process_environment() if env is None else env)
     suffix = source_suffix(spec)
@@ -245,7 +245,8 @@ def _build(template: str, source: Path, snapshot: Path, workdir: Path, scratch: 
     named the copy, so that the agent reads its diagnostics against its own file."""
     command = render_command(template, snapshot, scratch / ARTIFACT_NAME, scratch / DEPFILE_NAME)
     shown = command.replace(str(scratch), str(final))
-    reads = build_reads.read_roots(snapshot, workdir, scratch, unreadable, env)
+    shared = build_reads.shared_places(workdir, scratch, env)
+    reads = build_reads.read_roots(snapshot, workdir, scratch, unreadable, shared, env)
     started = time.monotonic()
     code, log = _run_confined(command, "build", workdir, scratch, reads, env, timeout_s)
     log = log.replace(str(snapshot), str(source))
@@ -259,7 +260,7 @@ def _build(template: str, source: Path, snapshot: Path, workdir: Path, scratch: 
     prerequisites = parse_depfile(depfile.read_text()) if depfile.exists() else ()
     headers = tuple(os.path.normpath(os.path.join(workdir, p)) for p in prerequisites)
     headers = tuple(h for h in headers if h != str(snapshot))
-    refused = build_reads.refused_header(headers, source, workdir)
+    refused = build_reads.refused_header(headers, source, workdir, shared)
     if refused:
         return _failed(shown, log, f"[quaere] refused: {refused}", duration)
     why = _preprocess(command, workdir, scratch, reads, env, timeout_s)
