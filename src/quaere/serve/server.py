@@ -25,6 +25,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from quaere.evaluate.options import EvalOptions
+from quaere.evaluate.source_file import source_suffix, text_problem
 from quaere.recording import Evaluate, record_evaluation
 from quaere.records import Record
 from quaere.runner.sandbox import make_undumpable
@@ -92,6 +93,11 @@ class EvaluatorService:
         registration = self.store.registration(request.workspace_id)
         task = pinned_task(self.store, registration)
         data = request.source
+        # The name is the client's: an 'x.o' would be linked by the build command, and object code passes every text
+        # rule of the audit unread. run_evaluation refuses it too; refused here, nothing is recorded.
+        problem = text_problem(request.source_name, data, source_suffix(task.spec))
+        if problem:
+            return Refused(reason=f"field 'source_name' or 'source_b64': {problem}")
         folder = self.store.root / "candidates" / hashlib.sha256(data).hexdigest()
         folder.mkdir(parents=True, exist_ok=True, mode=0o755)
         source = folder / request.source_name
