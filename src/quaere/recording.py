@@ -16,6 +16,7 @@ from pathlib import Path
 
 from quaere.evaluate.options import EvalOptions
 from quaere.evaluate.run import Progress
+from quaere.evaluate.source_file import unlinked
 from quaere.records import Evaluation
 from quaere.store.classify import classify
 from quaere.store.pinning import check_workspace, identity_of, pinned_task
@@ -108,7 +109,9 @@ def evaluate_in_workspace(
     shadow_dirs = (workspace.root, cwd)
     check_workspace(store, workspace, registration, shadow_dirs)
     task = task_for_request(store, registration, request.task, shadow_dirs)
-    candidate = (request.candidate or workspace.candidate).resolve()
+    # Its own name, not what a link leads to: a kernel.cpp linked to blob.o was built as blob.o (linked, unaudited);
+    # run_evaluation refuses a link, saying so.
+    candidate = unlinked(request.candidate or workspace.candidate)
     entry = record_evaluation(store, registration, task, candidate, request.options(), Starter.CALLER, evaluate,
                               progress)
     keep_workspace_copies(workspace, entry, candidate, task)
@@ -144,7 +147,7 @@ class LocalConfirmer:
         from quaere.workspace import content_hash
 
         registration = self.store.registration(self.workspace.id)
-        candidate = self.workspace.candidate.resolve()
+        candidate = unlinked(self.workspace.candidate)
         if content_hash(candidate) != candidate_hash:
             return  # the file changed since the goal was read: the next check judges the new version
         task = pinned_task(self.store, registration)
@@ -164,7 +167,7 @@ def evaluate_outside_workspace(
     from quaere.workspace import STATE_DIR
 
     task = load_task(request.task or default_task, (cwd,))
-    candidate = (request.candidate or task.initial_kernel).resolve()
+    candidate = unlinked(request.candidate or task.initial_kernel)
     evaluation = evaluate(task, candidate, request.options(), progress)
     ledger = cwd / STATE_DIR / "ledger.jsonl"
     append_evaluation(ledger, evaluation)

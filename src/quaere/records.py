@@ -53,6 +53,8 @@ class BuildResult(Record):
     preprocessed: str = Field(default="", description="Path of the source's translation unit after the "
                               "preprocessor (the same command with -E), for the audit's text rules; '' when it "
                               "could not be made (the build log says why).")
+    snapshot: str = Field(default="", description="Path of the evaluator's own copy of the source bytes that the "
+                          "command compiled (the audit reads it); '' when nothing was built.")
 
 
 class AuditFinding(Record):

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from tests.candidate_sources import self_contained
 
 from quaere.evaluate import EvalOptions, run_evaluation
 from quaere.evaluate.executor import LocalExecutor
@@ -27,7 +28,7 @@ from quaere.task.loader import load_task
 from .audit_support import ATTACKS, compiler, fake_blas
 
 REPO = Path(__file__).resolve().parents[2]
-CANDIDATES = REPO / "tests" / "fixtures" / "candidates"
+CANDIDATES = self_contained(REPO / "tests" / "fixtures" / "candidates")
 
 
 @pytest.fixture(scope="module")
@@ -55,9 +56,7 @@ def test_a_preload_around_the_evaluation_reaches_no_runner(banning_task, helper:
     options = EvalOptions(seed=7, benchmark=False, scenario_timeout_s=10.0, cache_dir=tmp_path / "cache")
     executor = LocalExecutor(tmp_path / "cache", {**os.environ, "LD_PRELOAD": str(helper),
                                                   "PYTORCH_NO_CUDA_MEMORY_CACHING": "1"})
-    for name in ("uses_preloaded_helper.cpp", "softmax_common.h"):  # the header inside the task: no audit finding
-        shutil.copy(CANDIDATES / name, banning_task.folder / name)
-    candidate = banning_task.folder / "uses_preloaded_helper.cpp"
+    candidate = CANDIDATES / "uses_preloaded_helper.cpp"
     evaluation = run_evaluation(banning_task, candidate, options, executor=executor)
     assert evaluation.built and not evaluation.audit  # the source and the artifact name nothing banned
     assert not evaluation.correct  # without the helper the candidate's symbol is not bound: it cannot load

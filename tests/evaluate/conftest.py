@@ -6,11 +6,12 @@ import json
 from pathlib import Path
 
 import pytest
+from tests.candidate_sources import self_contained
 
 from quaere.evaluate import EvalOptions
 from quaere.task.loader import Task, load_task
 
-CANDIDATES = Path(__file__).parent.parent / "fixtures" / "candidates"
+CANDIDATES = self_contained(Path(__file__).parent.parent / "fixtures" / "candidates")
 
 # One single-row scenario (where the process-killing fixtures misbehave) and one that every fixture but
 # the always-wrong ones passes: a fresh worker must take over after the first.

@@ -1,18 +1,25 @@
 """What any user may write beneath a runner's read roots is carved out of them (``foreign_files.writable_by_anyone``,
 through ``runner_hidden``): there an agent of any user, the separate-user mode's included, could leave a library's
 cubin for the candidate to read and load by hand, past the audit (``/run/lock`` on this machine; ``/dev/shm`` before
-2026-12-05, when runners were granted it)."""
+2026-12-05, when runners were granted it). The build's read roots are carved the same way (``writable_outside``,
+through ``build_reads``): a header there would be compiled in though the candidate's hash does not cover it."""
 
 from __future__ import annotations
 
+import os
+import stat
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
 
 from quaere.evaluate import isolation
+from quaere.evaluate.build import build_source
 from quaere.evaluate.foreign_files import runner_hidden, writable_by_anyone
+from quaere.records import BuildStatus
 from quaere.runner.landlock import landlock_abi
+from quaere.task.loader import load_task
 
 
 def _system(root: Path) -> Path:
@@ -72,3 +79,31 @@ def test_under_landlock_the_planted_blob_is_denied_and_its_neighbours_read(tmp_p
         done = subprocess.run(isolation.confined_command(script, roots, [str(scratch)]), capture_output=True,
                               text=True, timeout=60, cwd=scratch)
         assert done.stdout.split("\n")[:3] == expected, done.stdout + done.stderr
+
+
+def _run_lock() -> Path:
+    lock = Path("/run/lock")
+    if not lock.is_dir() or not lock.stat().st_mode & stat.S_IWOTH or not os.access(lock, os.W_OK):
+        pytest.skip("no world-writable /run/lock here")
+    return lock
+
+
+@pytest.mark.skipif(not landlock_abi(), reason="Landlock unavailable on this kernel")
+@pytest.mark.parametrize("how", ["include", "incbin"])
+def test_a_build_cannot_read_what_anyone_may_write(how: str, tmp_path: Path) -> None:
+    """The agent leaves the kernel's code in ``/run/lock`` (under the system read root ``/run``), and the candidate
+    compiles it in: its code could then change under one hash between runs. An ``#include`` is named in the depfile
+    (the witness where Landlock is missing); an ``.incbin`` read by the assembler is not: only the carve stops it."""
+    task = load_task("cpu_softmax")
+    with tempfile.NamedTemporaryFile("w", suffix=".h", dir=_run_lock()) as shared:
+        shared.write('extern "C" int softmax_rows(const float*, float*, int, int) { return 0; }\n')
+        shared.flush()
+        source = tmp_path / "kernel.cpp"
+        source.write_text(f'#include "{shared.name}"\n' if how == "include" else
+                          f'asm(".section .rodata\\n.incbin \\"{shared.name}\\"\\n.text");\n'
+                          'extern "C" int softmax_rows(const float*, float*, int, int) { return 0; }\n')
+        build = build_source(task.spec, source, tmp_path / "builds", task.folder, 120.0)
+    # The compiler could not read it (the assembler says "file not found"), rather than the depfile's witness refusing.
+    assert build.status is BuildStatus.BUILD_FAILED and "[quaere] refused" not in build.log_tail, build.log_tail
+    denied = f"{shared.name}: Permission denied" if how == "include" else f"file not found: {shared.name}"
+    assert denied in build.log_tail, build.log_tail

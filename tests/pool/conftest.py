@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from tests.candidate_sources import self_contained
 
 from quaere.evaluate.pool import PoolSpec
 from quaere.task.loader import Task, load_task
@@ -16,8 +17,8 @@ from quaere.task.loader import Task, load_task
 if TYPE_CHECKING:
     from quaere.evaluate.pool_ray import RayPool
 
-FIXTURES = Path(__file__).parent / "fixtures"
-CANDIDATES = Path(__file__).parent.parent / "fixtures" / "candidates"
+FIXTURES = self_contained(Path(__file__).parent / "fixtures")
+CANDIDATES = self_contained(Path(__file__).parent.parent / "fixtures" / "candidates")
 
 
 @pytest.fixture(scope="package")

@@ -14,7 +14,9 @@ use to it and are carved out (:func:`quaere.evaluate.isolation.carve_all`):
 * every file and folder beneath the read roots that any user may write (:func:`writable_by_anyone`): ``/run/lock``
   and the like, where the agent, whoever it runs as, can leave a library's bytes for the candidate to read.
 
-The judge computes the last three once per evaluation (:func:`runner_hidden`), not per runner.
+The judge computes the last three once per evaluation (:func:`runner_hidden`), not per runner. The build carves the
+last kind too (:func:`writable_outside`, through :mod:`quaere.evaluate.build_reads`): a header or an ``.incbin`` blob
+there would be compiled in though the candidate's hash does not cover it.
 """
 
 from __future__ import annotations
@@ -191,6 +193,25 @@ def _anyone_writes(path: str) -> bool:
         return False
 
 
+def python_needs(env: Mapping[str, str], import_path: Iterable[str], prefixes: Iterable[str] = ()) -> list[str]:
+    """The real paths of what a process of this Python needs to run: quaere's package, the Python installs at
+    ``prefixes``, the import path, ``LD_LIBRARY_PATH``'s folders and ``CUDA_HOME``."""
+    own = str(Path(quaere.__file__).resolve().parent)
+    library_paths = env.get("LD_LIBRARY_PATH", "").split(":")
+    return [os.path.realpath(path) for path in (own, *prefixes, *import_path, *library_paths, env.get("CUDA_HOME"))
+            if path]
+
+
+def writable_outside(roots: Iterable[str], needed: Iterable[str], skip: Iterable[str] = ()) -> list[str]:
+    """What any user may write beneath ``roots`` (:func:`writable_by_anyone`, not walked into ``skip``) but in what
+    the process needs (``needed``, real paths: its Python, its libraries, its toolchain) and the folders on the way
+    to it. Where anyone may write there, anyone may also write the code the judge or the compiler runs: that host
+    has lost the boundary before any candidate runs, and carving would only stop every run."""
+    needed = list(needed)
+    return [path for path in writable_by_anyone(roots, [*skip, *needed])
+            if not any(within(need, path) for need in needed)]
+
+
 def prefix_packages(prefixes: Iterable[str]) -> list[str]:
     """The package folders (patterns) of Python installs rooted at ``prefixes``: a venv's base interpreter is one of
     the runner's read roots (``sys.base_prefix``), and its ``site-packages`` is not on the venv's import path."""
@@ -203,7 +224,7 @@ def runner_hidden(banned: tuple[str, ...], env: Mapping[str, str], import_path: 
     """What every runner of one evaluation has carved out besides the import path's packages: other Pythons'
     package folders (the system's, conda's, and those of the Python installs at ``prefixes``: the interpreter's
     ``sys.prefix``, ``sys.base_prefix``...); what any user may write beneath ``roots`` (the system read roots) but
-    in what the runner needs (:func:`writable_by_anyone`); and where a task bans a
+    in what the runner needs (:func:`writable_outside`); and where a task bans a
     library, the library files of its ``banned`` families and of the run-time compilers
     (:data:`RUNTIME_COMPILERS`) wherever libraries are kept (the loader's folders, ``LD_LIBRARY_PATH``, the CUDA
     toolkits and ``CUDA_HOME``)."""
@@ -211,15 +232,9 @@ def runner_hidden(banned: tuple[str, ...], env: Mapping[str, str], import_path: 
     import_path = list(import_path)
     library_paths = [path for path in env.get("LD_LIBRARY_PATH", "").split(":") if path]
     packages = other_python_packages([*PACKAGE_FOLDERS, *prefix_packages(prefixes)], [own, *import_path])
-    # Neither walked nor carved: the package folders the runner has carved out whole anyway, and what the runner
-    # itself needs (its Python, quaere, the import path, the libraries' folders) with the folders on the way to it.
-    # Where anyone may write there, anyone may also write the code the judge runs: that host has lost the boundary
-    # before any candidate runs, and carving would only stop every runner.
-    needed = [os.path.realpath(path) for path in (own, *prefixes, *import_path, *library_paths, env.get("CUDA_HOME"))
-              if path]
+    # Not walked: the package folders the runner has carved out whole anyway.
     carved = [*packages, *foreign_packages(import_path, [Path(own)])]
-    packages += [path for path in writable_by_anyone(roots, [*carved, *needed])
-                 if not any(within(need, path) for need in needed)]
+    packages += writable_outside(roots, python_needs(env, import_path, prefixes), carved)
     shunned = families(banned)
     if not shunned:
         return tuple(dict.fromkeys(packages))

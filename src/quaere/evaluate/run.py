@@ -18,6 +18,7 @@ from quaere.evaluate.build import build_source
 from quaere.evaluate.executor import Executor, LocalExecutor, TimedScenario
 from quaere.evaluate.judging import job_for
 from quaere.evaluate.options import EvalOptions, default_cache_dir, load_scenarios_file, process_environment
+from quaere.evaluate.source_file import read_source, source_suffix
 from quaere.evaluate.stats import roofline_floor_ms
 from quaere.records import (
     AuditFinding,
@@ -31,7 +32,6 @@ from quaere.records import (
     Verdict,
 )
 from quaere.task.loader import Task
-from quaere.workspace import content_hash
 
 
 class Progress(Protocol):
@@ -68,14 +68,6 @@ def _static_audit(build: BuildResult, banned: tuple[str, ...], source: Path, tas
     notes = ["audit incomplete: " + "; ".join(gaps)] if gaps else []
     notes += [f"audit warning: {w.rule}: {w.evidence}" for w in getattr(report, "warnings", ())]
     return tuple(report.findings), "; ".join(notes)
-
-
-def _snapshot(source_bytes: bytes, digest: str, suffix: str, cache: Path) -> Path:
-    """The evaluator's copy of the candidate's bytes (the audit reads this, never the workspace file)."""
-    path = _mkdir(cache / "sources") / f"{digest}{suffix}"
-    if not path.exists():
-        path.write_bytes(source_bytes)
-    return path
 
 
 def _not_run(scenarios: list[Scenario], seed: int, why: str) -> tuple[ScenarioVerdict, ...]:
@@ -115,7 +107,8 @@ def _benchmark_result(task: Task, timed: TimedScenario) -> BenchmarkResult:
 
 def run_evaluation(task: Task, candidate: Path, options: EvalOptions, progress: Progress | None = None,
                    executor: Executor | None = None) -> Evaluation:
-    """Evaluate ``candidate`` (a kernel source file) on ``task``; never raises for a bad candidate.
+    """Evaluate ``candidate`` (a kernel source file, read once) on ``task``; never raises for a bad candidate, but
+    ``OSError`` for one that cannot be read.
 
     Build and audit run here; the judge work runs on ``executor`` (None: one judge in this process tree,
     every scenario in turn; a pool of :mod:`quaere.evaluate.pool` spreads it over Ray actors).
@@ -128,20 +121,19 @@ def run_evaluation(task: Task, candidate: Path, options: EvalOptions, progress: 
     seed = options.seed if options.seed is not None else secrets.randbelow(2**31)
     scenarios = (load_scenarios_file(options.scenarios_file) if options.scenarios_file
                  else list(task.module.correctness_scenarios()))
-    source_bytes = candidate.read_bytes()
-    candidate_hash = hashlib.sha256(source_bytes).hexdigest()  # build_source refuses a file that changes under it
+    # Read once: these bytes are the candidate's hash, the build's key, what is compiled (the build's own copy of
+    # them) and what the audit reads, whatever becomes of the file meanwhile. A link, a name with another suffix
+    # than the task's sources or bytes that are not source text fail the build, saying why.
+    source = read_source(candidate, source_suffix(task.spec))
+    candidate_hash = hashlib.sha256(source.data).hexdigest()
     progress.begin("build", 1)
     build = build_source(task.spec, candidate, cache / "builds", task.folder, options.build_timeout_s,
-                         options.unreadable)
-    if build.status is BuildStatus.OK and content_hash(candidate) != candidate_hash:
-        build = build.model_copy(update={"status": BuildStatus.BUILD_FAILED, "artifact": "",
-                                         "log_tail": f"[quaere] {candidate} changed during the build; evaluate again"})
+                         options.unreadable, read=source)
     progress.advance(f"build: {build.status.value}")
     initial = build_source(task.spec, task.initial_kernel, cache / "builds", task.folder, options.build_timeout_s,
                            options.unreadable)
     reference = initial if initial.status is BuildStatus.OK else None
-    snapshot = _snapshot(source_bytes, candidate_hash, candidate.suffix, cache)
-    audit, audit_note = ((_static_audit(build, task.spec.banned, snapshot, task.folder, reference))
+    audit, audit_note = ((_static_audit(build, task.spec.banned, Path(build.snapshot), task.folder, reference))
                          if build.status is BuildStatus.OK else ((), ""))
     probe = executor.probe(task.spec.device)
     base = {"task": task.spec.name, "candidate_path": str(candidate), "candidate_hash": candidate_hash,
@@ -177,8 +169,3 @@ def run_evaluation(task: Task, candidate: Path, options: EvalOptions, progress: 
     notes.extend(f"isolation: {n}" for n in report.isolation.notes)
     return Evaluation(**base, audit=audit, ran=True, correctness=verdicts, benchmarks=benches,
                       isolation=report.isolation, note="; ".join(notes), wall_s=time.monotonic() - started)
-
-
-def _mkdir(path: Path) -> Path:
-    path.mkdir(parents=True, exist_ok=True)
-    return path

@@ -7,11 +7,13 @@ is signed with the user's own key.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from quaere.evaluate.options import load_scenarios_file
 from quaere.evaluate.run import Progress
+from quaere.evaluate.source_file import unlinked
 from quaere.goal_source import Confirmer
 from quaere.recording import (
     EvalRequest,
@@ -65,7 +67,10 @@ def _default_task() -> str:
 
 
 def candidate_problem(candidate: Path) -> str:
-    """Why ``candidate`` (not a regular file) cannot be evaluated, in one line naming what it is."""
+    """Why ``candidate`` (a link, or not a regular file) cannot be evaluated, in one line naming what it is."""
+    if candidate.is_symlink():
+        return (f"{candidate}: a symbolic link (to {os.readlink(candidate)}); the candidate must be a regular file "
+                "holding the kernel's source: copy it there")
     if candidate.is_dir():
         return f"{candidate}: is a directory, not a kernel source file; name the file inside it"
     if candidate.exists():
@@ -87,7 +92,7 @@ def run_eval_command(request: EvalRequest, store: Store, cwd: Path, progress: Pr
             raise EvalCommandError(str(exc)) from None
         workspace = None
     candidate = request.candidate or (workspace.candidate if workspace else None)
-    if candidate is not None and not candidate.is_file():
+    if candidate is not None and (candidate.is_symlink() or not candidate.is_file()):
         raise EvalCommandError(candidate_problem(candidate))
     try:
         if workspace is None:
@@ -116,7 +121,7 @@ def evaluate_by_service(
             f"--task {request.task}: the evaluator service judges only the task pinned for this workspace "
             f"('{registration.task.reference}'); evaluate other tasks outside the workspace"
         )
-    candidate = (request.candidate or workspace.candidate).resolve()
+    candidate = unlinked(request.candidate or workspace.candidate)
     scenarios = tuple(load_scenarios_file(request.scenarios_file)) if request.scenarios_file else None
     entry = client.evaluate(EvaluateRequest.of(
         workspace.id, candidate.name, candidate.read_bytes(), scenarios=scenarios, seed=request.seed,
@@ -135,7 +140,7 @@ class ServiceConfirmer:
     workspace: Workspace
 
     def confirm(self, candidate_hash: str) -> None:
-        candidate = self.workspace.candidate.resolve()
+        candidate = unlinked(self.workspace.candidate)
         data = candidate.read_bytes()
         if content_hash(candidate) != candidate_hash:
             return  # changed since the goal was read: the next check judges the new version

@@ -25,6 +25,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from quaere.evaluate.options import EvalOptions
+from quaere.evaluate.source_file import source_suffix, text_problem
 from quaere.goal import MAX_CONFIRMATIONS, GoalState
 from quaere.goal_source import store_goal
 from quaere.recording import Evaluate, record_evaluation
@@ -120,6 +121,11 @@ class EvaluatorService:
         registration = self.store.registration(request.workspace_id)
         task = pinned_task(self.store, registration)
         data = request.source
+        # The name is the client's: an 'x.o' would be linked by the build command, and object code passes every text
+        # rule of the audit unread. run_evaluation refuses it too; refused here, nothing is recorded.
+        problem = text_problem(request.source_name, data, source_suffix(task.spec))
+        if problem:
+            return Refused(reason=f"field 'source_name' or 'source_b64': {problem}")
         digest = hashlib.sha256(data).hexdigest()
         if request.started_by is Starter.CONFIRMATION:  # an ask: judged here, under the lock, on the store
             why = confirmation_refusal(self.store, registration, task, request, digest)
