@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import statistics
 from pathlib import Path
 
 import pytest
@@ -57,20 +58,26 @@ def test_torch_ops_on_the_device() -> None:
 
 def test_the_cover_reads_the_clock_it_ran_at() -> None:
     """A spin of N cycles and one of 4N give the same clock (so the events time the spin, not a fixed cost),
-    and one inside the SM clocks a GPU has."""
+    and one inside the SM clocks a GPU has. Medians of five readings each: on the H200 one short reading in four
+    once came 8% under the others (2026-12-05), which a fixed cost in the events would repeat, a clock step not."""
+    import torch
+
     from quaere.evaluate.clocks import CudaClock
 
+    torch.empty(1, device="cuda")  # the primary context current on this thread, whichever test ran before
     clock = CudaClock(flush=False)
     for _ in range(3):  # the spin kernel's first load, and the clocks' climb from idle (345 MHz on the H200)
         clock.cover(20_000_000)
         clock.cover_mhz()
-    readings = []
-    for cycles in (1_000_000, 4_000_000, 1_000_000, 4_000_000):
-        clock.cover(cycles)
-        readings.append(clock.cover_mhz())
-    print(f"\ncover clocks (MHz): {[round(r) for r in readings]}")
-    assert all(100 < r < 5000 for r in readings), readings
-    assert max(readings) / min(readings) < 1.03, readings
+    readings: dict[int, list[float]] = {1_000_000: [], 4_000_000: []}
+    for _ in range(5):
+        for cycles, seen in readings.items():
+            clock.cover(cycles)
+            seen.append(clock.cover_mhz())
+    print(f"\ncover clocks (MHz): { {n: [round(r) for r in seen] for n, seen in readings.items()} }")
+    medians = [statistics.median(seen) for seen in readings.values()]
+    assert all(100 < r < 5000 for seen in readings.values() for r in seen), readings
+    assert max(medians) / min(medians) < 1.03, readings
 
 
 def test_the_close_mark_falls_between_the_calls_work_and_the_reply(fa_task) -> None:
