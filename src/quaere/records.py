@@ -216,6 +216,13 @@ class Isolation(Record):
     judge_uid: int = Field(default=-1, description="User id of the judge.")
     notes: tuple[str, ...] = Field(default=(), description="What could not be put in force here, and why.")
 
+    @classmethod
+    def unreported(cls) -> Isolation:
+        """What a record says when no runner reported its isolation: none was started, or the judge was lost (killed,
+        crashed) before one reported; it claims nothing."""
+        return cls(separate_process=False, notes=("no runner reported its isolation: none was started, or the judge "
+                                                  "was lost before one reported",))
+
     @property
     def summary(self) -> str:
         parts = ["separate runner process" if self.separate_process else "in-process"]

@@ -61,6 +61,10 @@ def test_merged_reports_keep_every_finding_and_the_weakest_isolation() -> None:
     assert not merged.isolation.capabilities_dropped
     assert "the weakest is recorded" in merged.isolation.notes[-1]
     assert merge_reports([strong, never_ran]).isolation == strong.isolation
+    # No session's runner reported (none started, or every judge was lost first): the record claims nothing.
+    unreported = merge_reports([never_ran, never_ran]).isolation
+    assert not (unreported.separate_process or unreported.seccomp or unreported.capabilities_dropped)
+    assert unreported.landlock_abi == 0 and "judge was lost" in unreported.notes[0]
 
 
 def _job(softmax: Task, tmp_path: Path) -> JudgeJob:

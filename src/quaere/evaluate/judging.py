@@ -92,8 +92,7 @@ def job_for(task: Task, kernels: Mapping[str, str], seed: int, options: EvalOpti
 class SessionReport:
     """What a judge session learned besides verdicts and timings, for the evaluation's record."""
 
-    isolation: Isolation = field(default_factory=lambda: Isolation(separate_process=False,
-                                                                    notes=("no runner was started",)))
+    isolation: Isolation = field(default_factory=Isolation.unreported)
     findings: tuple[AuditFinding, ...] = ()
     """Run-time audit findings: banned calls in the guard's log, banned libraries seen mapped."""
     notes: tuple[str, ...] = ()

@@ -164,7 +164,7 @@ class Supervisor:
         self.judge_deaths = 0
         self.clock_note = ""
         """What the judge's timer could not do (e.g. reset persisting L2 lines), '' when nothing."""
-        self.isolation = Isolation(separate_process=False, notes=("no runner was started",))
+        self.isolation = Isolation.unreported()
         """What separated the candidate from the judge, as the judge last reported it."""
         self.trusted_objects: frozenset[str] | None = None
         """Files mapped in the candidate's runner before its library was loaded (the dlopen guard counts
