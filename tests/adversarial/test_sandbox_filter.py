@@ -314,7 +314,8 @@ def test_proc_is_granted_without_any_other_process(tmp_path) -> None:
 
     for name in ("1", "22", "4242", "4242/task", "22/task", "sys", "driver"):
         (tmp_path / name).mkdir()
-    (tmp_path / "cpuinfo").write_text("")
+    for name in ("cpuinfo", "kmsg", "kcore", "kallsyms"):  # the last three only a privileged reader gets
+        (tmp_path / name).write_text("")
     (tmp_path / "self").symlink_to(tmp_path / "4242")
     assert proc_entries(str(tmp_path), pid=4242) == [
         (str(tmp_path / "4242"), READ_RIGHTS), (str(tmp_path / "cpuinfo"), FILE_READ_RIGHTS),

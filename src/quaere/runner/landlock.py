@@ -55,16 +55,22 @@ FILE_READ_RIGHTS = FS_EXECUTE | FS_READ_FILE
 OWN_TASK_RIGHTS = READ_RIGHTS | FS_WRITE_FILE | FS_TRUNCATE
 
 
+# What only privileged readers get anything from: the kernel log, memory, the page tables' accounting, kernel
+# addresses, the magic SysRq key. The capability drop already refuses them (sandbox.drop_capabilities); these rules
+# are the second layer for a runner that kept a capability (a thread that ran before the drop keeps its own).
+PROC_PRIVILEGED = frozenset({"kmsg", "kcore", "kallsyms", "kpagecount", "kpageflags", "kpagecgroup", "sysrq-trigger"})
+
+
 def proc_entries(proc: str = PROC, pid: int | None = None) -> list[tuple[str, int]]:
-    """``/proc`` as rules that leave out every other process: each entry that is not a process id, and this
-    process's own folder (``/proc/self``, which a rule resolves to it), to read; its threads' folder to read and
-    write. Another process's folder would give its command line, environment and, where no Yama policy stands in
-    the way, its memory: the evaluator service that started the judge runs as this runner's user and holds the
-    signing key."""
+    """``/proc`` as rules that leave out every other process and :data:`PROC_PRIVILEGED`: each other entry that is
+    not a process id, and this process's own folder (``/proc/self``, which a rule resolves to it), to read; its
+    threads' folder to read and write. Another process's folder would give its command line, environment and,
+    where no Yama policy stands in the way, its memory: the evaluator service that started the judge runs as this
+    runner's user and holds the signing key."""
     own = str(os.getpid() if pid is None else pid)
     rules = []
     for name in sorted(os.listdir(proc)):
-        if name.isdigit() and name != own:
+        if (name.isdigit() and name != own) or name in PROC_PRIVILEGED:
             continue
         path = os.path.join(proc, name)
         rules.append((path, READ_RIGHTS if os.path.isdir(path) else FILE_READ_RIGHTS))
