@@ -131,3 +131,18 @@ def test_quaeres_own_confirmer_still_gets_its_confirmation_from_the_service(stor
     status, _ = judged.status(content_hash(ws.candidate))  # as `quaere goal --confirm` and the Stop hook ask it
     assert status.state is GoalState.MET and status.confirmations == 1
     assert [e.started_by for e in store.read(ws.id).entries] == [Starter.CALLER, Starter.CONFIRMATION]
+
+
+def test_a_workspace_id_that_is_not_one_or_names_another_workspaces_registration_is_refused(store, ws, tmp_path):
+    """The id is the client's too: a path (``../..``, absolute) would name a folder outside the store's workspaces,
+    and a signed registration copied into another id's folder would be read as that workspace's."""
+    service = EvaluatorService(store, evaluator := Evaluator())
+    for bad in ("../..", str(tmp_path), ws.id.upper()):
+        reply = ask(service, ws, workspace_id=bad)
+        assert isinstance(reply, Refused) and "expected 24 lowercase hex digits" in reply.reason, (bad, reply)
+    other = "0" * 24
+    store.registration_path(other).parent.mkdir(parents=True)
+    store.registration_path(other).write_bytes(store.registration_path(ws.id).read_bytes())
+    reply = ask(service, ws, workspace_id=other)
+    assert isinstance(reply, Refused) and f"signed for workspace {ws.id}, not {other}" in reply.reason, reply
+    assert evaluator.calls == 0

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import Enum
@@ -42,6 +43,9 @@ from quaere.validation import describe_first
 RECORDS_NAME = "evaluations.jsonl"
 REGISTRATION_NAME = "registration.json"
 TASK_COPY_NAME = "task"
+# A workspace id is a hash of the workspace's path (quaere.workspace.Workspace.id). The service takes one from any local
+# user: anything else (a "../..", an absolute path) would name a folder outside the store's workspaces.
+WORKSPACE_ID = re.compile(r"^[0-9a-f]{24}$")
 STORE_DIR_ENV = "QUAERE_STORE_DIR"
 
 
@@ -116,6 +120,10 @@ class Store:
         return 0o644 if self.trust_mode is TrustMode.SEPARATE_USER else 0o600
 
     def folder(self, workspace_id: str) -> Path:
+        """The workspace's folder in the store; :class:`StoreError` for an id that is not a workspace id."""
+        if not WORKSPACE_ID.match(workspace_id):
+            raise StoreError(f"workspace id {workspace_id[:80]!r}: expected 24 lowercase hex digits (a hash of the "
+                             "workspace's path)")
         return self.root / "workspaces" / workspace_id
 
     def records_path(self, workspace_id: str) -> Path:
@@ -190,7 +198,7 @@ class Store:
         """The verified registration; :class:`StoreError` naming the file when missing or tampered."""
         path = self.registration_path(workspace_id)
         try:
-            return Registration.model_validate(read_signed(path, self.verifier()))
+            registration = Registration.model_validate(read_signed(path, self.verifier()))
         except FileNotFoundError:
             raise StoreError(
                 f"{path}: this workspace is not registered in the store {self.root} (run `quaere init --task ...`)"
@@ -199,6 +207,9 @@ class Store:
             raise StoreError(str(exc)) from None
         except ValidationError as exc:
             raise StoreError(f"{path}: signed, but not a registration: {exc.errors()[0]['msg']}") from None
+        if registration.workspace_id != workspace_id:  # another workspace's signed file, copied here
+            raise StoreError(f"{path}: signed for workspace {registration.workspace_id}, not {workspace_id}")
+        return registration
 
     def update_registration(self, workspace_id: str, change: Callable[[Registration], Registration]) -> Registration:
         """Re-sign the registration with ``change`` applied (the hook budget of ``hooks install``)."""
