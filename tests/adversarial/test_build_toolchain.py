@@ -11,7 +11,6 @@ Real compiles of the CPU task's command.
 
 from __future__ import annotations
 
-import ctypes
 import os
 import shutil
 from pathlib import Path
@@ -23,14 +22,10 @@ from quaere.evaluate.build import build_source
 from quaere.records import BuildStatus
 from quaere.task.loader import load_task
 
-REAL = 'extern "C" int softmax_rows(const float*, float*, int, int) { return 1; }  // what was hashed\n'
-SWAPPED = 'extern "C" int softmax_rows(const float*, float*, int, int) { return 2; }  // the wrapper\'s own\n'
+from .test_build_swap import A, B, built_returns
 
-
-def _returns(artifact: str, copy: Path) -> int:
-    """What the built function returns, called from a private copy (dlopen hands back a library already loaded)."""
-    shutil.copyfile(artifact, copy)
-    return ctypes.CDLL(str(copy)).softmax_rows(None, None, 0, 0)
+REAL = A.replace("// A:", "//")
+SWAPPED = B.replace("// B: swapped in meanwhile", "// the wrapper's own")
 
 
 @pytest.fixture
@@ -55,11 +50,11 @@ def test_a_build_by_another_compiler_is_never_reused_by_a_build_with_the_real_on
     agents = {**os.environ, "PATH": f"{wrapper}:{os.environ['PATH']}"}
     tricked = build_source(task.spec, source, tmp_path / "cache", task.folder, env=agents)
     assert tricked.status is BuildStatus.OK, tricked.log_tail
-    assert _returns(tricked.artifact, tmp_path / "tricked.so") == 2  # the wrapper did compile its own source
+    assert built_returns(tricked.artifact, tmp_path / "tricked.so") == 2  # the wrapper did compile its own source
     assert tricked.toolchain[0].startswith(f"{wrapper / 'c++'} ")  # and the record says whose compiler it was
     clean = build_source(task.spec, source, tmp_path / "cache", task.folder, env=dict(os.environ))
     assert clean.status is BuildStatus.OK, clean.log_tail
-    assert clean.artifact != tricked.artifact and _returns(clean.artifact, tmp_path / "clean.so") == 1
+    assert clean.artifact != tricked.artifact and built_returns(clean.artifact, tmp_path / "clean.so") == 1
     assert not any(str(wrapper) in program for program in clean.toolchain), clean.toolchain
 
 
@@ -95,5 +90,5 @@ def test_the_evaluators_own_evaluation_rebuilds_the_candidate_and_the_initial_ke
     assert len(tricked) == 2  # the candidate and the initial kernel, both by the wrapper
     monkeypatch.setenv("PATH", clean_path)
     confirmation = run_evaluation(task, source, options)
-    assert confirmation.built and _returns(confirmation.build.artifact, tmp_path / "confirmed.so") == 1
+    assert confirmation.built and built_returns(confirmation.build.artifact, tmp_path / "confirmed.so") == 1
     assert len({path.name for path in builds.iterdir()} - tricked) == 2  # both rebuilt by the real compiler
