@@ -55,6 +55,10 @@ class BuildResult(Record):
                               "could not be made (the build log says why).")
     snapshot: str = Field(default="", description="Path of the evaluator's own copy of the source bytes that the "
                           "command compiled (the audit reads it); '' when nothing was built.")
+    toolchain: tuple[str, ...] = Field(default=(), description="The programs the command ran, as the build's PATH "
+                                       "found them: 'path sha256[:12]' each ('path -> real path sha256[:12]' for a "
+                                       "link); the build cache is keyed on them. Empty when nothing was built, and "
+                                       "in records made before they were named.")
 
 
 class AuditFinding(Record):

@@ -8,12 +8,14 @@ changed one is rebuilt, and the build log says so.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from quaere.evaluate.build import ARTIFACT_NAME, build_key, build_source
+from quaere.evaluate.toolchain import resolve
 from quaere.task.loader import load_task
 
 from .conftest import Bench, correct_kernel
@@ -59,7 +61,8 @@ def test_a_full_evaluation_after_the_overwrite_times_the_real_initial_kernel(tmp
     before = bench.quaere("eval", "--json")
     assert before.returncode == 0, before.stderr[-2000:]
     task = load_task("cpu_softmax")
-    artifact = bench.cache / "builds" / build_key(task.spec.build, task.initial_kernel.read_bytes()) / ARTIFACT_NAME
+    artifact = bench.cache / "builds" / build_key(task.spec.build, task.initial_kernel.read_bytes(),
+                                                   resolve(task.spec.build, os.environ["PATH"])) / ARTIFACT_NAME
     overwrite_with_sleepy(artifact, tmp_path)
     after = bench.quaere("eval", "--json")
     pairs = list(zip(_initial_medians(before.stdout), _initial_medians(after.stdout), strict=True))

@@ -11,6 +11,7 @@ build whose log ends with why; the service refuses the request and records nothi
 from __future__ import annotations
 
 import hashlib
+import os
 import subprocess
 from pathlib import Path
 
@@ -18,6 +19,7 @@ import pytest
 
 from quaere.evaluate import EvalOptions, run_evaluation
 from quaere.evaluate.build import build_key
+from quaere.evaluate.toolchain import resolve
 from quaere.recording import LocalConfirmer
 from quaere.records import BuildStatus
 from quaere.serve.protocol import Evaluate as EvaluateRequest
@@ -70,7 +72,8 @@ def test_a_candidate_named_with_another_suffix_is_not_built(blob: Path, tmp_path
     assert evaluation.build.status is BuildStatus.BUILD_FAILED and not evaluation.ran
     assert "the task's kernel source is a '.cpp' file, and this one ends in '.o'" in evaluation.build.log_tail
     assert "refused, nothing was built" in evaluation.build.log_tail
-    only_initial = [build_key(task.spec.build, task.initial_kernel.read_bytes())]
+    only_initial = [build_key(task.spec.build, task.initial_kernel.read_bytes(),
+                            resolve(task.spec.build, os.environ["PATH"]))]
     assert [path.name for path in (tmp_path / "cache" / "builds").iterdir()] == only_initial
 
 

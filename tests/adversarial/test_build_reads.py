@@ -96,12 +96,19 @@ def test_a_header_beside_the_candidate_is_not_found(tmp_path: Path) -> None:
     assert f"{workspace / 'kernel.cpp'}:1:" in build.log_tail  # the diagnostics name the candidate, not the copy
 
 
+def _passing_compiler(folder: Path) -> None:
+    """A ``c++`` in ``folder`` that runs the real one: a program of the build's, so its folder is read."""
+    folder.mkdir(parents=True)
+    (folder / "c++").write_text(f'#!/bin/sh\nexec {shutil.which("c++")} "$@"\n')
+    (folder / "c++").chmod(0o755)
+
+
 def test_a_header_of_the_candidates_folder_read_all_the_same_refuses_the_build(tmp_path: Path) -> None:
-    """Same-user mode: the agent sets PATH, and a toolchain's ``bin`` grants the folder above it, here the
+    """Same-user mode: the agent sets PATH, and its own ``c++`` in a ``bin`` grants the folder above it, here the
     workspace; an ``#include`` of a file there by its absolute path then compiles, and the depfile names it."""
     task = _task(tmp_path)
     workspace = tmp_path / "workspace"
-    (workspace / "bin").mkdir(parents=True)
+    _passing_compiler(workspace / "bin")
     (workspace / "impl.h").write_text(IMPL)
     (workspace / "kernel.cpp").write_text(f'#include "{workspace / "impl.h"}"\n')
     env = {**os.environ, "PATH": f"{workspace / 'bin'}:{os.environ['PATH']}"}
@@ -125,9 +132,33 @@ def test_a_header_where_anyone_may_write_refuses_the_build_where_landlock_let_it
     assert refused_header([str(tmp_path / "task" / "ws" / "common.h")], inside, tmp_path / "task", shared) == ""
 
 
-def test_the_toolchain_folders_never_grant_the_root_folder() -> None:
-    """``/bin`` on PATH grants ``/bin``, not ``/`` (whose read rule would undo every other)."""
-    from quaere.evaluate.build_reads import toolchain_folders
+@pytest.mark.parametrize("tool_folder", ["tools", "tools/bin"])
+def test_a_header_in_a_path_folder_that_holds_no_program_of_the_build_cannot_be_included(
+        tool_folder: str, tmp_path: Path) -> None:
+    """Red team, round 3 (F1): every PATH entry (and the prefix above a ``bin``) was a read root, so a header the
+    agent left in any folder it put on PATH compiled into the candidate, uncovered by its hash. Only the folders
+    of the programs the command runs are read now."""
+    task = _task(tmp_path)
+    folder = tmp_path / tool_folder
+    folder.mkdir(parents=True)
+    (tmp_path / "tools" / "impl.h").write_text(IMPL)
+    source = tmp_path / "workspace" / "kernel.cpp"
+    source.parent.mkdir()
+    source.write_text(f'#include "{tmp_path / "tools" / "impl.h"}"\n')
+    env = {**os.environ, "PATH": f"{folder}:{os.environ['PATH']}"}
+    build = build_source(task.spec, source, tmp_path / "builds", task.folder, 120.0, env=env)
+    assert build.status is BuildStatus.BUILD_FAILED, build.log_tail
+    assert "impl.h: Permission denied" in build.log_tail, build.log_tail
 
-    assert toolchain_folders("/bin:/usr/local/cuda/bin::/opt/tools") == [
-        "/bin", "/usr/local/cuda/bin", "/usr/local/cuda", "/opt/tools"]
+
+def test_the_toolchain_folders_are_the_programs_and_never_grant_the_root_folder() -> None:
+    """A program in ``/bin`` grants ``/bin``, not ``/`` (whose read rule would undo every other); one in a toolkit's
+    ``bin`` grants the toolkit; a link grants its target's folder too."""
+    from quaere.evaluate.build_reads import toolchain_folders
+    from quaere.evaluate.toolchain import Program
+
+    programs = [Program("c++", "/bin/c++", "/bin/c++", ""),
+                Program("nvcc", "/usr/local/cuda/bin/nvcc", "/usr/local/cuda-12.8/bin/nvcc", ""),
+                Program("as", "/opt/tools/as", "/opt/tools/as", "")]
+    assert toolchain_folders(programs) == ["/bin", "/usr/local/cuda/bin", "/usr/local/cuda",
+                                           "/usr/local/cuda-12.8/bin", "/usr/local/cuda-12.8", "/opt/tools"]

@@ -27,7 +27,7 @@ A = 'extern "C" int softmax_rows(const float*, float*, int, int) { return 1; }  
 B = 'extern "C" int softmax_rows(const float*, float*, int, int) { return 2; }  // B: swapped in meanwhile\n'
 
 
-def _returns(artifact: str, copy: Path) -> int:
+def built_returns(artifact: str, copy: Path) -> int:
     """What the built function returns, called from a private copy (dlopen hands back a library already loaded)."""
     shutil.copyfile(artifact, copy)
     return ctypes.CDLL(str(copy)).softmax_rows(None, None, 0, 0)
@@ -56,9 +56,9 @@ def test_the_build_and_its_cache_hold_the_bytes_that_were_read(swapped: Path, tm
     task = load_task("cpu_softmax")
     first = build_source(task.spec, swapped, tmp_path / "cache", task.folder)
     assert first.status is BuildStatus.OK, first.log_tail
-    assert _returns(first.artifact, tmp_path / "first.so") == 1  # A's code, though B was there while it compiled
+    assert built_returns(first.artifact, tmp_path / "first.so") == 1  # A's code, though B was there while it compiled
     again = build_source(task.spec, swapped, tmp_path / "cache", task.folder)
-    assert again.artifact == first.artifact and _returns(again.artifact, tmp_path / "again.so") == 1
+    assert again.artifact == first.artifact and built_returns(again.artifact, tmp_path / "again.so") == 1
 
 
 def test_the_evaluation_is_of_the_bytes_it_hashed(swapped: Path, tmp_path: Path) -> None:
@@ -68,5 +68,5 @@ def test_the_evaluation_is_of_the_bytes_it_hashed(swapped: Path, tmp_path: Path)
     evaluation = run_evaluation(load_task("cpu_softmax"), swapped, options)
     assert evaluation.built, evaluation.build.log_tail
     assert evaluation.candidate_hash == hashlib.sha256(A.encode()).hexdigest()
-    assert _returns(evaluation.build.artifact, tmp_path / "built.so") == 1
+    assert built_returns(evaluation.build.artifact, tmp_path / "built.so") == 1
     assert Path(evaluation.build.snapshot).read_text() == A

@@ -71,11 +71,14 @@ def call(artifact: str, copy: Path) -> int:
     return ctypes.CDLL(str(copy)).softmax_rows(None, None, 0, 0)
 
 
-def test_missing_compiler_is_a_build_failure(cpu_task, tmp_path: Path) -> None:
+def test_missing_compiler_is_a_build_failure_naming_it_and_the_path_searched(cpu_task, tmp_path: Path) -> None:
+    """Resolved before anything runs (its identity keys the cache): no silent fallback to another program."""
     spec = cpu_task.spec.model_copy(update={"build": "no-such-compiler-quaere {source} -o {output}"})
-    result = build_source(spec, cpu_task.initial_kernel, tmp_path / "cache", cpu_task.folder)
-    assert result.status is BuildStatus.BUILD_FAILED and result.artifact == ""
-    assert "not found" in result.log_tail and "status 127" in result.log_tail
+    env = {**os.environ, "PATH": "/usr/bin:/bin"}
+    result = build_source(spec, cpu_task.initial_kernel, tmp_path / "cache", cpu_task.folder, env=env)
+    assert result.status is BuildStatus.BUILD_FAILED and result.artifact == "" and result.toolchain == ()
+    assert result.log_tail == ("[quaere] nothing was built: the build command's program 'no-such-compiler-quaere' "
+                               "was not found on the build's PATH (/usr/bin:/bin)")
 
 
 @pytest.mark.parametrize("roots, named", [("not json", "JSONDecodeError"), ('{"reads": []}', "'writes'")])

@@ -9,6 +9,10 @@ has the sha256 recorded when it was built (an overwritten one is rebuilt, and th
 agent can write the cache (same-user mode) it could rewrite the artifact, the copy and the record together: the
 checks catch a swapped file, the evaluator service's own cache the rest. The full compiler output is kept in
 ``build.log`` beside the artifact; the record carries its tail.
+
+The key also holds the identity of every program the command runs (:mod:`.toolchain`: each one's path on the build's
+``PATH`` and sha256), and the record names them: a source built by another ``c++`` (the agent's, first on its
+``PATH`` in same-user mode) is another build, never reused by a build with the evaluator's own compilers.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from quaere.evaluate import build_reads, isolation
+from quaere.evaluate import build_reads, isolation, toolchain
 from quaere.evaluate.options import process_environment
 from quaere.evaluate.preprocess import PREPROCESSED_NAME, NotPreprocessable, preprocess_command
 from quaere.evaluate.source_file import SourceFile, read_source, source_suffix
@@ -98,8 +102,10 @@ def _headers_digest(headers: tuple[str, ...]) -> str:
     return digest.hexdigest()
 
 
-def build_key(template: str, source_bytes: bytes) -> str:
-    digest = hashlib.sha256(template.encode() + b"\0" + source_bytes)
+def build_key(template: str, source_bytes: bytes, programs: tuple[toolchain.Program, ...]) -> str:
+    """The cache folder's name: the command template, the source bytes and the programs that build them
+    (:func:`~quaere.evaluate.toolchain.resolve`): a cached build is one of the same bytes by the same compilers."""
+    digest = hashlib.sha256(template.encode() + b"\0" + source_bytes + b"\0" + toolchain.identity(programs))
     return digest.hexdigest()[:32]
 
 
@@ -206,7 +212,9 @@ def build_source(
     so that what it hashed is what is built; None: they are read here, once. The command compiles the evaluator's
     own copy of those bytes (:func:`_write_snapshot`, named in the record's ``command`` and ``snapshot``), never
     ``source``, which the agent may swap while the compiler reads it. ``BUILD_FAILED``, the log's last line saying
-    why, without a build: a candidate that is not kernel source (``read.problem``); after it, and never cached: a
+    why, without a build: a candidate that is not kernel source (``read.problem``) or a
+    command whose program is not on ``env``'s ``PATH`` (:func:`~quaere.evaluate.toolchain.resolve`: the message
+    names both); after it, and never cached: a
     build that read a header beside ``source`` or where anyone may write (:func:`.build_reads.refused_header`).
     Raises ``OSError`` only when ``source`` cannot be read."""
     env, dropped = isolation.build_environment(process_environment() if env is None else env)
@@ -214,7 +222,11 @@ def build_source(
     read = read or read_source(source, suffix)
     if read.problem:
         return _failed("", "", f"[quaere] refused, nothing was built: {read.problem}", 0.0)
-    key = build_key(spec.build, read.data)
+    try:  # resolved once: the programs hashed into the key are the ones whose folders the build may read
+        programs = toolchain.resolve(spec.build, env.get("PATH", ""))
+    except toolchain.Unresolved as exc:
+        return _failed("", "", f"[quaere] nothing was built: {exc}", 0.0)
+    key = build_key(spec.build, read.data, programs)
     final = cache_dir / key
     cached, stale = _cached(final, source, read.data)
     if cached is not None:
@@ -222,7 +234,8 @@ def build_source(
     cache_dir.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix=f"{key}.", dir=cache_dir))
     snapshot = _write_snapshot(scratch, read.data, suffix)
-    result = _build(spec.build, source, snapshot, workdir, scratch, final, unreadable, env, timeout_s, dropped)
+    result = _build(spec.build, source, snapshot, workdir, scratch, final, unreadable, env, timeout_s, dropped,
+                    programs)
     if result.status is not BuildStatus.OK:
         shutil.rmtree(scratch, ignore_errors=True)
         return result
@@ -239,14 +252,14 @@ def build_source(
 
 def _build(template: str, source: Path, snapshot: Path, workdir: Path, scratch: Path, final: Path,
            unreadable: Iterable[str], env: Mapping[str, str], timeout_s: float, dropped: tuple[str, ...],
-           ) -> BuildResult:
+           programs: tuple[toolchain.Program, ...]) -> BuildResult:
     """Compile ``snapshot`` (the copy of ``source``'s bytes) in ``scratch``. The result names the files where they
     will be once :func:`build_source` renames ``scratch`` to ``final``; its log names ``source`` where the compiler
     named the copy, so that the agent reads its diagnostics against its own file."""
     command = render_command(template, snapshot, scratch / ARTIFACT_NAME, scratch / DEPFILE_NAME)
     shown = command.replace(str(scratch), str(final))
-    shared = build_reads.shared_places(workdir, scratch, env)
-    reads = build_reads.read_roots(snapshot, workdir, scratch, unreadable, shared, env)
+    shared = build_reads.shared_places(workdir, scratch, env, programs)
+    reads = build_reads.read_roots(snapshot, workdir, scratch, unreadable, shared, env, programs)
     started = time.monotonic()
     code, log = _run_confined(command, "build", workdir, scratch, reads, env, timeout_s)
     log = log.replace(str(snapshot), str(source))
@@ -269,4 +282,5 @@ def _build(template: str, source: Path, snapshot: Path, workdir: Path, scratch: 
     return BuildResult(status=BuildStatus.OK, command=shown, artifact=str(final / ARTIFACT_NAME),
                        log_tail=_tail(log), included_headers=headers, duration_s=duration,
                        snapshot=str(final / snapshot.relative_to(scratch)),
-                       preprocessed="" if why else str(final / PREPROCESSED_NAME))
+                       preprocessed="" if why else str(final / PREPROCESSED_NAME),
+                       toolchain=tuple(program.described() for program in programs))
