@@ -88,7 +88,9 @@ class MomentDetected(Event):
 class QuestionAsked(Event):
     type: Literal["question"] = "question"
     moment: Moment
-    source: Literal["bank", "human"]
+    source: Literal["bank", "human", "queue"] = Field(
+        description="queue: delivered by a hook from the store's signed queue (`quaere ask` chose it before)."
+    )
     entry_id: str | None = Field(default=None, description="Bank id; None for a person's own text.")
     text: str
     kind: QuestionKind | None = Field(

@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import tempfile
 import uuid
+from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
@@ -137,3 +139,20 @@ def test_a_user_level_hook_stays_silent_outside_its_workspace(tmp_path):
     command = [sys.executable, "-m", "quaere", "hook", "stop", "--agent", "codex", "--root", str(tmp_path / "ws")]
     done = subprocess.run(command, input=payload, capture_output=True, text=True, timeout=60)
     assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+
+
+def test_a_prefilled_temp_counter_never_lets_the_agent_stop(tmp_path):
+    """Red team round 3: the error-block count once fell back to a per-session file in the shared temp
+    folder, which any process could pre-fill (or make a directory) to spend the error budget. Without a
+    hook state the stop is refused and the block is not counted; with a broken state file the same."""
+    session = uuid.uuid4().hex
+    prefilled = Path(tempfile.gettempdir()) / f"quaere-hook-errors-{session}.json"
+    prefilled.write_text(json.dumps({"blocks": 999}))
+    try:
+        answer = broken_answer(WireEvent.STOP, "no workspace", HookDialect.CLAUDE_CODE, tmp_path / "none", session)
+    finally:
+        prefilled.unlink()
+    assert answer.decision == "block" and "not counted" in answer.text
+    (tmp_path / "hooks.json").mkdir()  # the state file cannot be read or replaced
+    broken = broken_answer(WireEvent.STOP, "bad input", HookDialect.CLAUDE_CODE, tmp_path, session)
+    assert broken.decision == "block" and f"{tmp_path}" in broken.text

@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 
 from quaere.agents.fake_anthropic import RecordedRequest, ScriptedAnthropicServer, Turn
-from quaere.questions.queue import enqueue
+from quaere.questions.queue import enqueue, store_queue
 from quaere.questions.sources import ChosenQuestion
 from quaere.records import Moment
 from quaere.store import Store
@@ -68,7 +68,8 @@ def fix_story(ws, good: Path, call: Callable, say: Callable, seen: dict) -> list
     def claim_done(request: Any) -> Any:
         seen["after_explanation"] = request
         # A person watching queues a question with `quaere ask` while the agent works.
-        enqueue(ws, ChosenQuestion(moment=Moment.CLAIMED_LIMIT, source="human", text=HUMAN_QUESTION))
+        queue = store_queue(Store(Path(os.environ["QUAERE_STORE_DIR"])), ws.id)
+        enqueue(queue, ChosenQuestion(moment=Moment.CLAIMED_LIMIT, source="human", text=HUMAN_QUESTION))
         return say("The kernel is optimal. Done.")
 
     def after_block(request: Any) -> Any:
@@ -178,7 +179,7 @@ def test_stop_hook_blocks_with_failures_and_question_then_lets_the_met_goal_stop
     assert "nonfinite" in feedback and "r9-c100-s1-o100" in feedback  # a failing scenario, by id and verdict
     assert f"Question: {HUMAN_QUESTION}" in feedback  # the queued question goes first
     stop_question = next(q for q in questions if q.moment is Moment.CLAIMED_LIMIT)
-    assert stop_question.source == "human"
+    assert stop_question.source == "queue"
 
     entries = Store(Path(os.environ["QUAERE_STORE_DIR"])).read(ws.id).entries
     # the agent's two evaluations, then quaere's own confirmation run by the Stop hook before allowing

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,9 +12,10 @@ from typer.testing import CliRunner
 
 from quaere.cli import app
 from quaere.questions.ask import load_task_spec
-from quaere.questions.queue import QueueEmpty, pending, pop_next
+from quaere.questions.queue import Delivery, QueueEmpty, pending, pop_next, store_queue
 from quaere.questions.situation import context_of
 from quaere.records import Moment
+from quaere.store import Store
 from quaere.task.loader import load_task
 from quaere.trace import QuestionAsked, SessionStart, TraceWriter, read_trace
 from quaere.workspace import create_workspace
@@ -55,6 +57,11 @@ def hopper_workspace(tmp_path: Path):
     return create_workspace(tmp_path / "ws", str(folder), folder / "kernel.cu")
 
 
+def queue(ws):
+    """The workspace's queue in the test's store (where `quaere ask` signs it)."""
+    return store_queue(Store(Path(os.environ["QUAERE_STORE_DIR"])), ws.id)
+
+
 def write(ws, *events) -> None:
     writer = TraceWriter(ws.trace)
     for event in events:
@@ -78,16 +85,16 @@ def test_ask_shows_the_moment_records_and_queues(cpu_workspace):
     assert "+60%" in shown.stdout  # the evidence
     assert "arch none, comparison yes" in shown.stdout
     assert sum(isinstance(e, QuestionAsked) for e in read_trace(ws.trace).events) == 1  # showing records nothing
-    assert pending(ws) == []
+    assert pending(queue(ws)) == []
 
     picked = quaere("ask", "-w", str(ws.root), "--pick", "2")
     assert picked.returncode == 0, picked.stderr
     question = [e for e in read_trace(ws.trace).events if isinstance(e, QuestionAsked)][-1]
     assert question.moment is Moment.SUSPICIOUS_GAIN and question.source == "human"
     assert question.entry_id and question.entry_id in shown.stdout and question.session == 1
-    queued = pop_next(ws)
-    assert not isinstance(queued, QueueEmpty) and queued.entry_id == question.entry_id
-    assert isinstance(pop_next(ws), QueueEmpty)
+    queued = pop_next(queue(ws))
+    assert isinstance(queued, Delivery) and queued.question.entry_id == question.entry_id
+    assert isinstance(pop_next(queue(ws)), QueueEmpty)
 
     # The gain was questioned: it no longer holds, and the question asked is not suggested again.
     again = quaere("ask", "-w", str(ws.root), "--moment", "suspicious_gain")
@@ -107,7 +114,7 @@ def test_ask_with_own_text(cpu_workspace):
     assert isinstance(question, QuestionAsked)
     assert question.entry_id is None and question.text == "Where are the worst elements?"
     assert question.kind is not None and question.kind.value == "information"
-    assert [q.text for q in pending(ws)] == ["Where are the worst elements?"]
+    assert [q.text for q in pending(queue(ws))] == ["Where are the worst elements?"]
 
 
 def test_hopper_task_context(hopper_workspace):
@@ -126,10 +133,10 @@ def test_no_moment_holds_asks_for_one(hopper_workspace):
     write(ws, QuestionAsked(ts=0, moment=Moment.CAMPAIGN_START, source="human", text="Go?"), evaluation(1, 1.0))
     result = runner.invoke(app, ["ask", "-w", str(ws.root), "--pick", "1"])
     assert result.exit_code == 2 and "--moment" in result.output
-    assert pending(ws) == []
+    assert pending(queue(ws)) == []
     named = runner.invoke(app, ["ask", "-w", str(ws.root), "--moment", "plateau", "--pick", "1"])
     assert named.exit_code == 0, named.output
-    assert pending(ws)[0].moment is Moment.PLATEAU
+    assert pending(queue(ws))[0].moment is Moment.PLATEAU
 
 
 def test_bad_pick_and_outside_a_workspace(cpu_workspace, tmp_path):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import textwrap
 from pathlib import Path
 from typing import Annotated
@@ -13,10 +14,12 @@ from rich.table import Table
 from quaere.cli.refusal import EXIT_NOTHING_FOUND, refuse
 from quaere.questions.ask import NoMomentHolds, ask_view, load_task_spec, record_question
 from quaere.questions.bank import Bank, BankError, lint_dir, load_bank, shipped_bank_dir, stats
+from quaere.questions.queue import QueueError, store_queue
 from quaere.questions.schema import BankEntry, provenance_note
 from quaere.questions.situation import context_of
 from quaere.questions.sources import OwnText, Pick, resolve_reply
 from quaere.records import Moment, QuestionKind
+from quaere.store import Store, StoreError, default_store_root
 from quaere.task.spec import TaskError
 from quaere.workspace import WorkspaceError, open_workspace
 
@@ -187,7 +190,11 @@ def ask(
         chosen = resolve_reply(view.moment, view.suggestions, reply)
     except ValueError as exc:
         raise refuse(str(exc)) from None
-    record_question(ws, chosen, view.session)
+    try:
+        store = Store(default_store_root(os.environ))
+        record_question(ws, store_queue(store, ws.id), chosen, view.session)
+    except (StoreError, QueueError) as exc:
+        raise refuse(f"the question was not queued: {exc}") from None
     typer.echo(f"asked ({chosen.entry_id or 'own text'}), queued for the next stop: {chosen.text}")
 
 

@@ -9,8 +9,6 @@ Also the safe answer when nothing can be judged.
 
 from __future__ import annotations
 
-import json
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -19,8 +17,6 @@ from quaere.hooks.dialect import HookDialect, WireEvent, all_specs, spec_of
 from quaere.hooks.state import HookStateError, StateFile, update_state
 from quaere.records import StopStatus
 from quaere.trace import ErrorEvent, StopDecision, TraceWriter
-
-ERROR_BLOCK_LIMIT = 3  # blocks for a broken set-up when no workspace holds a budget
 
 
 @dataclass(frozen=True)
@@ -91,15 +87,26 @@ def broken_answer(
 ) -> HookAnswer:
     """The safe answer when the hook cannot judge (bad input, no workspace, unreadable state).
 
-    Stop: block with the explanation, counted against the block budget (the workspace's, else a small one
-    kept in the temp folder per session) so a broken set-up never traps the agent. Other events: no
-    answer. Always a clear message on stderr.
+    Stop: block with the explanation, counted against the block budget of the hook state ``state_dir`` so
+    a broken set-up does not trap the agent for ever. Where no hook state can be updated the block is not
+    counted and the stop is still refused: the count is never kept anywhere else (a per-session file in
+    the temp folder could be pre-filled by any process to let the agent stop; red team round 3). Other
+    events: no answer. Always a clear message on stderr. ``session_id`` is accepted for older callers.
     """
+    del session_id  # the per-session temp-folder counter is gone (see above)
     event = WireEvent(event)  # a bare "Stop" from an older caller must still block, not pass as another event
     text = f"quaere hook {event.value}: {message}"
     if event is not WireEvent.STOP:
         return HookAnswer(None, 0, text)
-    used, limit = _count_error_block(state_dir, session_id)
+    counted = _count_error_block(state_dir)
+    if isinstance(counted, str):
+        reason = (
+            f"{text}. The goal could not be checked, so stopping is not accepted yet; this block is not counted "
+            f"against a budget ({counted}). Fix the set-up (run `quaere goal` to see the problem), or remove the "
+            "hooks (`quaere hooks install --uninstall`)."
+        )
+        return block_answer(agent, reason, text, goal_status=StopStatus.ERROR)
+    used, limit = counted
     if used > limit:
         return allow_answer(f"{text}. The error budget ({limit} blocks) is spent: letting the agent stop.", text,
                             goal_status=StopStatus.ERROR)
@@ -110,25 +117,20 @@ def broken_answer(
     return block_answer(agent, reason, text, goal_status=StopStatus.ERROR)
 
 
-def _count_error_block(state_dir: Path | StateFile | None, session_id: str) -> tuple[int, int]:
+def _count_error_block(state_dir: Path | StateFile | None) -> tuple[int, int] | str:
+    """(blocks used, limit) after counting one more in the hook state, or why it could not be counted.
+
+    Fail-closed: an uncounted block still blocks, so nothing outside the hook state (which an agent
+    cannot raise where it is signed) brings the agent nearer to the stop that a spent budget allows.
+    """
     folder = state_dir.folder if isinstance(state_dir, StateFile) else state_dir
-    if state_dir is not None and folder is not None and folder.is_dir():
-        try:
-            state = update_state(state_dir, lambda s: setattr(s, "blocks", s.blocks + 1))
-            return state.blocks, state.budget.max_blocks
-        except (HookStateError, OSError):
-            pass  # fall through to the per-session counter: the state itself is what is broken
-    key = "".join(c for c in session_id if c.isalnum() or c in "-_")[:64] or "no-session"
-    path = Path(tempfile.gettempdir()) / f"quaere-hook-errors-{key}.json"
+    if state_dir is None or folder is None or not folder.is_dir():
+        return f"no hook state folder is known{f' ({folder} is not a folder)' if folder is not None else ''}"
     try:
-        used = int(json.loads(path.read_text()).get("blocks", 0)) + 1
-    except (OSError, ValueError, AttributeError):
-        used = 1
-    try:
-        path.write_text(json.dumps({"blocks": used}))
-    except OSError:
-        used = ERROR_BLOCK_LIMIT + 1  # cannot count: never risk trapping the agent
-    return used, ERROR_BLOCK_LIMIT
+        state = update_state(state_dir, lambda s: setattr(s, "blocks", s.blocks + 1))
+    except (HookStateError, OSError) as exc:
+        return f"the hook state in {folder} could not be updated: {exc}"
+    return state.blocks, state.budget.max_blocks
 
 
 def trace_broken(trace: Path, event: WireEvent, message: str, answer: HookAnswer) -> None:

@@ -46,6 +46,7 @@ def build_deps(
     from quaere.questions.ask import question_seed
     from quaere.questions.bank import load_bank
     from quaere.questions.picking import Detectors, QueuedQuestions
+    from quaere.questions.queue import QueueFile, store_queue
     from quaere.questions.situation import context_of
     from quaere.questions.sources import BankSource
 
@@ -61,10 +62,17 @@ def build_deps(
         return found.evaluations, [p.render() for p in found.problems]
 
     goal = store_goal(store, registration, task, confirmer)
+    try:
+        queue: QueueFile | str = store_queue(store, workspace.id)
+    except StoreError as exc:
+        queue = str(exc)
+    if isinstance(queue, QueueFile) and queue.signer is None:
+        queue = f"{queue.path}: this user cannot sign the store, so a delivered question could not be marked"
     values: dict[str, Any] = dict(
         workspace=workspace,
         spec=task.spec,
-        questions=QueuedQuestions(workspace, BankSource(load_bank(), question_seed(workspace)), context_of(task.spec)),
+        questions=QueuedQuestions(workspace, BankSource(load_bank(), question_seed(workspace)), context_of(task.spec),
+                                  queue=queue),
         moments=Detectors(),
         read_evaluations=evaluations,
         goal=goal,

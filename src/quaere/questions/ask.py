@@ -2,8 +2,9 @@
 
 The preview is the real pick: the suggestions come from the same policy, the same seed
 (:func:`question_seed`) and the same evidence (:func:`quaere.questions.situation.situation_of`) as the
-hooks' choice, so suggestion 1 is what the next hook would ask for that moment. Recording writes a
-``QuestionAsked`` event to the trace and queues the question, so the Stop hook delivers it at the next stop.
+hooks' choice, so suggestion 1 is what the next hook would ask for that moment. Recording queues the
+question in the store (signed) and writes a ``QuestionAsked`` event to the trace, so the Stop hook delivers
+it at the next stop.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from pydantic import ValidationError
 
 from quaere.questions.bank import Bank
 from quaere.questions.moments import DEFAULT_CONFIG, MomentCheck, MomentsConfig, check_moments
-from quaere.questions.queue import enqueue
+from quaere.questions.queue import QueueFile, enqueue
 from quaere.questions.situation import TaskContext, situation_of
 from quaere.questions.sources import BankSource, ChosenQuestion, Suggestion, asked_ids
 from quaere.records import Moment
@@ -143,7 +144,9 @@ def ask_view(
     )
 
 
-def record_question(ws: Workspace, question: ChosenQuestion, session: int = 0) -> None:
-    """Write the ``QuestionAsked`` event to the trace and queue the question for the next stop."""
+def record_question(ws: Workspace, queue: QueueFile, question: ChosenQuestion, session: int = 0) -> None:
+    """Queue the question (signed, in the store's ``queue``) for the next stop, then write the
+    ``QuestionAsked`` event to the trace; :class:`~quaere.questions.queue.QueueError` (nothing written)
+    when this user cannot sign the store's records."""
+    enqueue(queue, question)
     TraceWriter(ws.trace).write(question.to_event(session))
-    enqueue(ws, question)

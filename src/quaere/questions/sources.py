@@ -43,7 +43,8 @@ class ChosenQuestion(Frozen):
     text), its text, its kind, and why it was chosen (the ladder's rung, the claim it answers)."""
 
     moment: Moment
-    source: Literal["bank", "human"]
+    source: Literal["bank", "human", "queue"]
+    """``queue``: a person's question (from ``quaere ask``) as the hook delivered it from the signed queue."""
     entry_id: str | None = None
     text: str = Field(min_length=1)
     kind: QuestionKind | None = None

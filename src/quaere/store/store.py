@@ -135,6 +135,10 @@ class Store:
     def task_copy(self, workspace_id: str) -> Path:
         return self.folder(workspace_id) / TASK_COPY_NAME
 
+    def ensure_folder(self, workspace_id: str) -> Path:
+        """The workspace's folder, created (with the store's modes) when missing; OSError when it cannot be."""
+        return self._mkdirs(self.folder(workspace_id))
+
     def _mkdirs(self, path: Path) -> Path:
         for folder in (self.root, self.root / "workspaces", path):
             folder.mkdir(mode=self._dir_mode, exist_ok=True, parents=True)
