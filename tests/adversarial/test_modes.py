@@ -56,7 +56,7 @@ def test_the_service_evaluates_source_bytes_and_signs_them_into_its_store(bench)
                 == entry["evaluation"]["candidate_hash"])
         client = ServiceClient(socket_path)
         assert client.ping().store_root == str(bench.store.root)
-        refused = client.call(Evaluate.of("no-such-workspace", "k.cpp", b"int x;"))
+        refused = client.call(Evaluate.of("0" * 24, "k.cpp", b"int x;"))  # well-formed, never registered
         assert refused.kind == "refused" and "registration.json" in refused.reason
         assert client.call(Evaluate.of(bench.ws.id, "../k.cpp", b"int x;")).kind == "refused"
     finally:

@@ -20,7 +20,7 @@ def workspace(root: Path) -> Workspace:
 
 
 def queue_of(store_root: Path):
-    return store_queue(Store(store_root), "w" * 24)
+    return store_queue(Store(store_root), "0f" * 12)  # a workspace id's form: 24 hex digits
 
 
 def text_of(taken) -> str:
